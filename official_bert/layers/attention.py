@@ -1,0 +1,69 @@
+"""BertSelfAttention: multi-head self-attention with the softmax in float32."""
+
+import math
+
+import keras
+from keras import ops
+
+
+class BertSelfAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product self-attention, BERT's `attention.self` + `attention.output.dense`.
+
+    The same projections as `keras.layers.MultiHeadAttention` (EinsumDense query/key/value with kernels
+    `(hidden, heads, head_size)` and an output kernel `(heads, head_size, hidden)`), but the scores,
+    mask and softmax are computed in float32 under mixed precision, as BERT's numerics require.
+
+    Args:
+        hidden_size: model width H.
+        num_heads: attention heads A; H must be divisible by A.
+        dropout_rate: dropout on the attention probabilities.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+    """
+
+    def __init__(self, hidden_size, num_heads, dropout_rate, initializer_range, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.head_size = hidden_size // num_heads
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        projection = dict(output_shape=(None, num_heads, self.head_size), bias_axes="de", kernel_initializer=init)
+        self.query = keras.layers.EinsumDense("abc,cde->abde", name="query", **projection)
+        self.key = keras.layers.EinsumDense("abc,cde->abde", name="key", **projection)
+        self.value = keras.layers.EinsumDense("abc,cde->abde", name="value", **projection)
+        self.output_dense = keras.layers.EinsumDense(
+            "abcd,cde->abe", output_shape=(None, hidden_size), bias_axes="e", kernel_initializer=init,
+            name="output_dense")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, input_shape):
+        for layer in (self.query, self.key, self.value):
+            layer.build(input_shape)
+        self.output_dense.build((None, None, self.num_heads, self.head_size))
+        self.built = True
+
+    def call(self, hidden_states, attention_bias, training=None):
+        """Args:
+            hidden_states: (batch, seq, hidden).
+            attention_bias: (batch, 1, 1, seq) float32; 0 for real tokens, a large negative for padding.
+        """
+        query = self.query(hidden_states)  # (batch, seq, heads, head_size)
+        key = self.key(hidden_states)  # (batch, seq, heads, head_size)
+        value = self.value(hidden_states)  # (batch, seq, heads, head_size)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, seq, seq)
+        scores = ops.cast(scores, "float32") + attention_bias
+        probs = ops.softmax(scores, axis=-1)  # float32
+        probs = self.dropout(ops.cast(probs, value.dtype), training=training)
+        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, heads, head_size)
+        return self.output_dense(context)  # (batch, seq, hidden)
+
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+        return hidden_states_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads, dropout_rate=self.dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config

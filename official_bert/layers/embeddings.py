@@ -1,0 +1,67 @@
+"""BertEmbeddings: word + position + token-type embeddings, then LayerNorm and dropout."""
+
+import keras
+from keras import ops
+
+
+class BertEmbeddings(keras.layers.Layer):
+    """Sums the three BERT embedding tables and normalises the result.
+
+    Args:
+        vocab_size: rows of the word-piece table.
+        hidden_size: embedding width H.
+        max_position_embeddings: rows of the position table; longer inputs are an error.
+        type_vocab_size: rows of the token-type (segment) table.
+        layer_norm_eps: LayerNorm epsilon.
+        dropout_rate: dropout after the LayerNorm.
+        initializer_range: stddev of the truncated-normal initializer.
+    """
+
+    def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, layer_norm_eps,
+                 dropout_rate, initializer_range, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.layer_norm_eps = layer_norm_eps
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+        # LayerNorm kept in float32 under mixed precision.
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, input_shape=None):
+        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=init)
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size), initializer=init)
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), initializer=init)
+        self.layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, input_word_ids, input_type_ids, training=None):
+        # input_word_ids, input_type_ids: (batch, seq) int
+        seq_length = input_word_ids.shape[1]
+        if seq_length is not None and seq_length > self.max_position_embeddings:
+            raise ValueError(
+                f"Sequence length {seq_length} exceeds max_position_embeddings={self.max_position_embeddings}")
+        seq_length = ops.shape(input_word_ids)[1]
+        words = ops.take(self.word_embeddings, input_word_ids, axis=0)  # (batch, seq, hidden)
+        types = ops.take(self.token_type_embeddings, input_type_ids, axis=0)  # (batch, seq, hidden)
+        positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
+        embeddings = self.layer_norm(words + types + positions)
+        return self.dropout(embeddings, training=training)
+
+    def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
+        return tuple(input_word_ids_shape) + (self.hidden_size,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      max_position_embeddings=self.max_position_embeddings, type_vocab_size=self.type_vocab_size,
+                      layer_norm_eps=self.layer_norm_eps, dropout_rate=self.dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config

@@ -1,0 +1,81 @@
+"""TransformerBlock: one post-LayerNorm BERT encoder layer."""
+
+import keras
+
+from official_bert.layers.activations import get_activation
+from official_bert.layers.attention import BertSelfAttention
+
+
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention and feed-forward sublayers, each `LayerNorm(x + dropout(sublayer(x)))` (post-LN).
+
+    LayerNorms run in float32 under mixed precision, so the residual stream between blocks is float32.
+
+    Args:
+        hidden_size: model width H.
+        num_heads: attention heads.
+        intermediate_size: feed-forward inner width.
+        hidden_act: feed-forward activation name (see `official_bert.layers.get_activation`).
+        hidden_dropout_prob: dropout on both residual branches.
+        attention_probs_dropout_prob: dropout on attention probabilities.
+        layer_norm_eps: LayerNorm epsilon.
+        initializer_range: stddev of the truncated-normal kernel initializer.
+    """
+
+    def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act, hidden_dropout_prob,
+                 attention_probs_dropout_prob, layer_norm_eps, initializer_range, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = BertSelfAttention(hidden_size, num_heads, attention_probs_dropout_prob, initializer_range,
+                                           name="attention")
+        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, name="attention_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, activation=get_activation(hidden_act), kernel_initializer=init, name="intermediate")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output_dense")
+        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, name="output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
+
+    def build(self, input_shape):
+        hidden_shape = (None, None, self.hidden_size)
+        self.attention.build(hidden_shape)
+        self.attention_layer_norm.build(hidden_shape)
+        self.intermediate.build(hidden_shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def call(self, hidden_states, attention_bias, training=None):
+        """Args:
+            hidden_states: (batch, seq, hidden).
+            attention_bias: (batch, 1, 1, seq) float32 additive mask.
+        Returns: (batch, seq, hidden) float32.
+        """
+        attention_output = self.attention(hidden_states, attention_bias, training=training)
+        attention_output = self.attention_dropout(attention_output, training=training)
+        hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
+        intermediate = self.intermediate(hidden_states)  # (batch, seq, intermediate)
+        layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
+        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
+
+    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+        return hidden_states_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+                      hidden_dropout_prob=self.hidden_dropout_prob,
+                      attention_probs_dropout_prob=self.attention_probs_dropout_prob,
+                      layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range)
+        return config

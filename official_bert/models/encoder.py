@@ -1,0 +1,78 @@
+"""BertEncoder: the BERT backbone as a functional Keras 3 model."""
+
+import keras
+from keras import ops
+
+from official_bert.config import BertConfig
+from official_bert.layers import BertEmbeddings, TransformerBlock
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertEncoder(keras.Model):
+    """BERT encoder: embeddings, `num_hidden_layers` post-LN transformer blocks and a tanh pooler.
+
+    Inputs (the TF-Hub BERT contract): a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`,
+    each (batch, seq) with seq <= `max_position_embeddings`.
+    Outputs: a dict with `sequence_output` (batch, seq, hidden), `pooled_output` (batch, hidden) and
+    `encoder_outputs`, the list of every block's (batch, seq, hidden) output.
+
+    Args:
+        config: a `BertConfig` (or its dict).
+
+    Examples:
+    ```python
+    encoder = official_bert.BertEncoder(official_bert.BertConfig.from_preset("uncased_L-2_H-128_A-2"))
+    outputs = encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})
+    outputs["pooled_output"]  # (batch, 128)
+    ```
+    """
+
+    def __init__(self, config, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS}
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
+            layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
+            initializer_range=config.initializer_range, name="embeddings")
+        blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+                hidden_dropout_prob=config.hidden_dropout_prob,
+                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+                layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
+                name=f"transformer_layer_{i}")
+            for i in range(config.num_hidden_layers)
+        ]
+        pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
+
+        # Additive attention mask: 0 where input_mask is 1, -1e9 at padding. (batch, 1, 1, seq) float32.
+        mask = ops.cast(inputs["input_mask"], "float32")
+        attention_bias = ((1.0 - mask) * -1e9)[:, None, None, :]
+        hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, hidden)
+        encoder_outputs = []
+        for block in blocks:
+            hidden_states = block(hidden_states, attention_bias)
+            encoder_outputs.append(hidden_states)
+        pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden)
+        outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
+                   "encoder_outputs": encoder_outputs}
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,40 @@
+"""official-bert: BERT for TensorFlow 2 and Keras 3 (pre-training, GLUE, NER, SQuAD, serving)."""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.0",
+    "tensorflow-text==2.21.1",  # 2.21.0 fails to import (icudt77_dat)
+    "keras==3.15.1",
+    "keras-hub==0.32.0",
+    "tensorflow-datasets==4.9.10",
+    "absl-py>=2.1",
+    "safetensors>=0.4",
+    "numpy>=1.26",
+]
+
+# References used only by tests and benchmarks, never at run time.
+TEST_REQUIRES = [
+    "pytest>=8",
+    "torch==2.13.0",
+    "transformers==5.23.0",
+    "tokenizers==0.23.3",
+    "scikit-learn>=1.5",
+    "scipy>=1.13",
+    "seqeval==1.2.2",
+    "ai-edge-litert>=2.0",
+]
+
+setup(
+    name="official-bert",
+    version="0.1.0",
+    description="BERT for TensorFlow 2 and Keras 3: pre-training, fine-tuning and raw-text serving.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["official_bert*", "tasks*", "export*", "configs*"]),
+    package_data={"configs": ["*.json"]},
+    install_requires=INSTALL_REQUIRES,
+    extras_require={"test": TEST_REQUIRES},
+    license="Apache-2.0",
+)

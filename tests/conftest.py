@@ -1,0 +1,37 @@
+"""Shared fixtures: the location of ../shared/data and tiny configs."""
+
+import os
+import pathlib
+
+import pytest
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED_DATA = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> pathlib.Path:
+    """The real public data beside the project (../shared/data). Missing data fails under CI, skips elsewhere."""
+    if not SHARED_DATA.is_dir():
+        message = f"shared data not found at {SHARED_DATA} (set OFFICIAL_BERT_SHARED_DATA)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def minilm_dir(shared_data) -> pathlib.Path:
+    return shared_data / "all-MiniLM-L6-v2"
+
+
+@pytest.fixture
+def tiny_config():
+    """A 2-layer, hidden-32 BERT for fast unit tests."""
+    from official_bert import BertConfig
+
+    return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=64, max_position_embeddings=40, type_vocab_size=2)
