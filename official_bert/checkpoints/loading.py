@@ -1,0 +1,124 @@
+"""Loads BERT weights into our models from Hugging Face or Google checkpoints, and writes Hugging Face ones."""
+
+import json
+import logging
+import os
+from typing import Iterable, List
+
+import numpy as np
+
+from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
+from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
+from official_bert.config import BertConfig
+
+logger = logging.getLogger(__name__)
+
+# Names of encoder weights in each format: a leftover with one of these prefixes means the config and
+# checkpoint disagree (e.g. more layers), which is an error rather than a head we may leave unused.
+_ENCODER_PREFIXES = {"hf": ("embeddings.", "encoder.", "pooler."), "google": ("bert/",)}
+
+
+def hf_encoder_prefix(reader: CheckpointReader) -> str:
+    """"bert." when a Hugging Face checkpoint holds a task model (BertFor...), else ""."""
+    return "bert." if "bert.embeddings.word_embeddings.weight" in reader else ""
+
+
+def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "") -> List[str]:
+    """Assigns every spec's variable from the checkpoint, all or nothing.
+
+    Args:
+        specs: the variables to fill (see `weight_map`).
+        reader: an open checkpoint.
+        hf_prefix: prepended to Hugging Face names of specs whose name is an encoder weight.
+    Returns: the checkpoint names that were not used (optimizer slots and buffers excluded).
+    Raises:
+        ValueError: naming every missing variable, or the first variable whose shape differs (both shapes).
+    """
+    fmt = reader.format
+    values, missing, used = [], [], set()
+    for spec in specs:
+        name = spec.name(fmt)
+        if fmt == "hf" and name.startswith(_ENCODER_PREFIXES["hf"]):
+            name = hf_prefix + name
+        if name not in reader:
+            missing.append(f"'{name}' (expected shape {spec.stored_shape(fmt)})")
+            continue
+        values.append((spec, spec.to_variable_value(reader.get(name), fmt, source=reader.path)))
+        used.add(name)
+    if missing:
+        raise ValueError(f"{reader.path}: {len(missing)} variable(s) missing from the checkpoint: {', '.join(missing)}")
+    for spec, value in values:  # assign only after every check passed: never a partial load
+        spec.variable.assign(value.astype(spec.variable.dtype))
+    return [n for n in reader.names() if n not in used]
+
+
+def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: str):
+    prefixes = tuple(hf_prefix + p for p in _ENCODER_PREFIXES[fmt]) if fmt == "hf" else _ENCODER_PREFIXES[fmt]
+    unexpected = [n for n in unused if n.startswith(prefixes)]
+    if unexpected:
+        raise ValueError(
+            f"{source}: encoder variable(s) not used by a model built from its config (does the config match "
+            f"the weights?): {', '.join(unexpected[:10])}{' ...' if len(unexpected) > 10 else ''}")
+    heads = [n for n in unused if not n.startswith(prefixes)]
+    if heads:
+        logger.info("%s: %d head variable(s) not loaded into the encoder: %s", source, len(heads),
+                    ", ".join(heads[:10]) + (" ..." if len(heads) > 10 else ""))
+
+
+def load_config(reader: CheckpointReader) -> BertConfig:
+    if reader.config_path is None or not os.path.isfile(reader.config_path):
+        raise FileNotFoundError(f"{reader.path}: no config file beside the checkpoint "
+                                f"(expected {'config.json' if reader.format == 'hf' else 'bert_config.json'})")
+    return BertConfig.from_json_file(reader.config_path)
+
+
+def load_encoder(path, config: BertConfig = None):
+    """Builds a `BertEncoder` and loads its weights from a checkpoint.
+
+    Args:
+        path: a Hugging Face directory (`config.json` + `model.safetensors`), a Google directory
+            (`bert_config.json` + `bert_model.ckpt.*`) or a Google checkpoint prefix.
+        config: overrides the config file found beside the checkpoint.
+    Returns: `(encoder, config)`.
+    """
+    from official_bert.models import BertEncoder
+
+    reader = open_checkpoint(path)
+    config = config or load_config(reader)
+    encoder = BertEncoder(config)
+    hf_prefix = hf_encoder_prefix(reader) if reader.format == "hf" else ""
+    unused = restore(encoder_specs(encoder), reader, hf_prefix=hf_prefix)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path)
+    return encoder, config
+
+
+def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):
+    """Writes a Hugging Face `BertModel` directory (`config.json` + `model.safetensors`) for PyTorch users.
+
+    Args:
+        encoder: a `BertEncoder`.
+        path: output directory (created).
+        vocab_file: copied in as `vocab.txt` when given.
+        overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
+    """
+    from safetensors.numpy import save_file
+
+    os.makedirs(path, exist_ok=True)
+    weights_path = os.path.join(path, "model.safetensors")
+    if os.path.exists(weights_path) and not overwrite:
+        raise FileExistsError(f"{weights_path} exists; pass overwrite=True to replace it")
+    tensors = {spec.hf_name: spec.to_stored_value("hf") for spec in encoder_specs(encoder)}
+    save_file(tensors, weights_path, metadata={"format": "pt"})
+    with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(encoder.config.to_hf_dict(), f, indent=2)
+    if vocab_file:
+        with open(vocab_file, "rb") as src, open(os.path.join(path, "vocab.txt"), "wb") as dst:
+            dst.write(src.read())
+    return path
+
+
+def encoder_tensors(encoder, fmt: str) -> dict:
+    """Name -> array of every encoder weight in format `fmt` ("google" or "hf")."""
+    return {spec.name(fmt): spec.to_stored_value(fmt) for spec in encoder_specs(encoder)}
+
+

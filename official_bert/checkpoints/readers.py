@@ -1,0 +1,127 @@
+"""Readers for the two checkpoint formats BERT users bring: Hugging Face directories and Google TF1 checkpoints.
+
+`open_checkpoint(path)` finds the format and returns a `CheckpointReader` that lists tensor names and reads
+tensors as NumPy arrays, without torch.
+"""
+
+import glob
+import json
+import os
+from typing import Dict, List
+
+import numpy as np
+
+# Google checkpoints also hold optimizer state; Hugging Face ones a position-id buffer. Never weights.
+_SKIPPED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
+_SKIPPED_NAMES = ("global_step", "embeddings.position_ids", "bert.embeddings.position_ids")
+
+
+def is_skipped(name: str) -> bool:
+    """True for optimizer slots, `global_step` and buffers that are not model weights."""
+    return name in _SKIPPED_NAMES or name.endswith(_SKIPPED_SUFFIXES)
+
+
+class CheckpointReader:
+    """Lists and reads the tensors of one checkpoint.
+
+    Attributes:
+        format: "hf" or "google".
+        path: the checkpoint (a safetensors file or index, or a TF checkpoint prefix).
+        config_path: the `config.json` / `bert_config.json` beside it, or None.
+    """
+
+    def __init__(self, fmt: str, path: str, config_path, tensors: Dict[str, callable]):
+        self.format = fmt
+        self.path = path
+        self.config_path = config_path
+        self._tensors = tensors
+
+    def names(self) -> List[str]:
+        """Names of the weight tensors (optimizer slots and buffers left out)."""
+        return sorted(n for n in self._tensors if not is_skipped(n))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tensors
+
+    def get(self, name: str) -> np.ndarray:
+        if name not in self._tensors:
+            raise KeyError(f"{self.path}: no variable named '{name}'")
+        return np.asarray(self._tensors[name]())
+
+
+def _open_safetensors(files: List[str]) -> Dict[str, callable]:
+    from safetensors import safe_open
+
+    tensors = {}
+    for file in files:
+        handle = safe_open(file, framework="numpy")
+        for name in handle.keys():
+            # Old exports name LayerNorm parameters gamma/beta; transformers renames them on load, so do we.
+            canonical = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+            tensors[canonical] = (lambda h=handle, n=name: h.get_tensor(n))
+    return tensors
+
+
+def _open_hf(directory: str) -> CheckpointReader:
+    single = os.path.join(directory, "model.safetensors")
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.isfile(single):
+        return CheckpointReader("hf", single, os.path.join(directory, "config.json"), _open_safetensors([single]))
+    with open(index, encoding="utf-8") as f:
+        shards = sorted(set(json.load(f)["weight_map"].values()))
+    files = [os.path.join(directory, s) for s in shards]
+    return CheckpointReader("hf", index, os.path.join(directory, "config.json"), _open_safetensors(files))
+
+
+def _open_google(prefix: str, config_path) -> CheckpointReader:
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(prefix)
+    names = reader.get_variable_to_shape_map()
+    tensors = {name: (lambda n=name: reader.get_tensor(n)) for name in names}
+    return CheckpointReader("google", prefix, config_path, tensors)
+
+
+def _find_google_prefix(directory: str):
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        return latest
+    indexes = sorted(glob.glob(os.path.join(directory, "*.index")))
+    if len(indexes) > 1:
+        preferred = [i for i in indexes if os.path.basename(i) == "bert_model.ckpt.index"]
+        if not preferred:
+            raise ValueError(f"{directory}: several TF checkpoints ({', '.join(indexes)}); pass one prefix")
+        indexes = preferred
+    return indexes[0][: -len(".index")] if indexes else None
+
+
+def open_checkpoint(path: str) -> CheckpointReader:
+    """Opens a Hugging Face or Google BERT checkpoint.
+
+    Args:
+        path: a Hugging Face directory (`config.json` + `model.safetensors` or a sharded index), a Google
+            directory (`bert_config.json` + `bert_model.ckpt.*`), or a Google checkpoint prefix
+            (`.../bert_model.ckpt`).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "model.safetensors")) or os.path.isfile(
+                os.path.join(path, "model.safetensors.index.json")):
+            return _open_hf(path)
+        prefix = _find_google_prefix(path)
+        if prefix:
+            config = os.path.join(path, "bert_config.json")
+            return _open_google(prefix, config if os.path.isfile(config) else None)
+        if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
+            raise ValueError(
+                f"{path}: only pytorch_model.bin found; official_bert reads safetensors without torch. Convert it "
+                "once with transformers: BertModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)")
+        raise FileNotFoundError(
+            f"{path}: no BERT checkpoint found (expected model.safetensors + config.json, or bert_model.ckpt.index + "
+            "bert_config.json)")
+    if os.path.isfile(path + ".index"):
+        config = os.path.join(os.path.dirname(path), "bert_config.json")
+        return _open_google(path, config if os.path.isfile(config) else None)
+    raise FileNotFoundError(f"{path}: not a checkpoint directory or TF checkpoint prefix")
