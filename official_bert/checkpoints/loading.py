@@ -5,7 +5,6 @@ import logging
 import os
 from typing import Iterable, List
 
-import numpy as np
 
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
 from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs

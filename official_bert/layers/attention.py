@@ -3,6 +3,7 @@
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 
@@ -43,23 +44,25 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense.build((None, None, self.num_heads, self.head_size))
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None):
+    def call(self, hidden_states, attention_mask, training=None):
         """Args:
             hidden_states: (batch, seq, hidden).
-            attention_bias: (batch, 1, 1, seq) float32; 0 for real tokens, a large negative for padding.
+            attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding (never attended to).
         """
+        # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
+        attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         query = self.query(hidden_states)  # (batch, seq, heads, head_size)
         key = self.key(hidden_states)  # (batch, seq, heads, head_size)
         value = self.value(hidden_states)  # (batch, seq, heads, head_size)
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, seq, seq)
         scores = ops.cast(scores, "float32") + attention_bias
-        probs = ops.softmax(scores, axis=-1)  # float32
+        probs = tf.nn.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, heads, head_size)
         return self.output_dense(context)  # (batch, seq, hidden)
 
-    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return hidden_states_shape
 
     def get_config(self):

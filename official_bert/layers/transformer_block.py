@@ -9,7 +9,9 @@ from official_bert.layers.attention import BertSelfAttention
 class TransformerBlock(keras.layers.Layer):
     """Self-attention and feed-forward sublayers, each `LayerNorm(x + dropout(sublayer(x)))` (post-LN).
 
-    LayerNorms run in float32 under mixed precision, so the residual stream between blocks is float32.
+    Under mixed precision the block itself is float32 (its sublayers follow the global policy), so its
+    input is not cast down: the residual stream and both LayerNorms stay in float32, as in BERT's
+    reference mixed-precision recipes; the matmuls run in the policy's compute dtype.
 
     Args:
         hidden_size: model width H.
@@ -24,6 +26,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act, hidden_dropout_prob,
                  attention_probs_dropout_prob, layer_norm_eps, initializer_range, **kwargs):
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
@@ -55,20 +58,20 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
-    def call(self, hidden_states, attention_bias, training=None):
+    def call(self, hidden_states, attention_mask, training=None):
         """Args:
-            hidden_states: (batch, seq, hidden).
-            attention_bias: (batch, 1, 1, seq) float32 additive mask.
+            hidden_states: (batch, seq, hidden) float32.
+            attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding.
         Returns: (batch, seq, hidden) float32.
         """
-        attention_output = self.attention(hidden_states, attention_bias, training=training)
+        attention_output = self.attention(hidden_states, attention_mask, training=training)
         attention_output = self.attention_dropout(attention_output, training=training)
         hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
         intermediate = self.intermediate(hidden_states)  # (batch, seq, intermediate)
         layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
         return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
 
-    def compute_output_shape(self, hidden_states_shape, attention_bias_shape=None):
+    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return hidden_states_shape
 
     def get_config(self):

@@ -1,7 +1,6 @@
 """BertEncoder: the BERT backbone as a functional Keras 3 model."""
 
 import keras
-from keras import ops
 
 from official_bert.config import BertConfig
 from official_bert.layers import BertEmbeddings, TransformerBlock
@@ -52,13 +51,10 @@ class BertEncoder(keras.Model):
             config.hidden_size, activation="tanh",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
 
-        # Additive attention mask: 0 where input_mask is 1, -1e9 at padding. (batch, 1, 1, seq) float32.
-        mask = ops.cast(inputs["input_mask"], "float32")
-        attention_bias = ((1.0 - mask) * -1e9)[:, None, None, :]
         hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, hidden)
         encoder_outputs = []
         for block in blocks:
-            hidden_states = block(hidden_states, attention_bias)
+            hidden_states = block(hidden_states, inputs["input_mask"])
             encoder_outputs.append(hidden_states)
         pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden)
         outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,

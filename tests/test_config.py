@@ -1,0 +1,87 @@
+"""BertConfig: defaults, file formats, validation, presets."""
+
+import json
+
+import pytest
+
+import configs
+from official_bert import BertConfig
+
+
+def test_defaults_are_bert_base():
+    config = BertConfig()
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (12, 768, 12)
+    assert (config.intermediate_size, config.vocab_size, config.layer_norm_eps) == (3072, 30522, 1e-12)
+    assert config.hidden_act == "gelu"
+
+
+def test_reads_google_bert_config(shared_data):
+    config = BertConfig.from_json_file(shared_data / "bert-configs" / "uncased_L-12_H-768_A-12.bert_config.json")
+    assert config == BertConfig()
+
+
+def test_reads_hugging_face_config(minilm_dir):
+    config = BertConfig.from_json_file(minilm_dir / "config.json")
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
+    assert config.intermediate_size == 1536 and config.layer_norm_eps == 1e-12
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("hidden_size", 100, "hidden_size.*divisible.*num_attention_heads"),
+    ("num_hidden_layers", 0, "num_hidden_layers.*positive"),
+    ("vocab_size", -3, "vocab_size.*positive"),
+    ("intermediate_size", 1.5, "intermediate_size.*positive integer"),
+    ("hidden_act", "gelu_exact", "hidden_act.*expected one of"),
+    ("hidden_dropout_prob", 1.0, "hidden_dropout_prob"),
+    ("layer_norm_eps", 0.0, "layer_norm_eps"),
+    ("max_position_embeddings", "512", "max_position_embeddings"),
+])
+def test_invalid_field_is_named(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        BertConfig(**{field: value})
+
+
+def test_invalid_file_names_the_file_and_field(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps({"hidden_size": 768, "num_attention_heads": 7}))
+    with pytest.raises(ValueError, match=f"{path}.*hidden_size"):
+        BertConfig.from_json_file(path)
+
+
+@pytest.mark.parametrize("values,match", [
+    ({"model_type": "roberta"}, "model_type"),
+    ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
+])
+def test_non_bert_hugging_face_configs_are_rejected(tmp_path, values, match):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=match):
+        BertConfig.from_json_file(path)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        BertConfig.from_json_file(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json.*not valid JSON"):
+        BertConfig.from_json_file(bad)
+
+
+def test_presets_cover_base_large_and_the_24_small_berts():
+    names = configs.list_presets()
+    assert BertConfig.from_preset("bert_large_uncased").hidden_size == 1024
+    small = [n for n in names if n.startswith("uncased_L-")]
+    assert len(small) == 24
+    for layers in (2, 4, 6, 8, 10, 12):
+        for hidden in (128, 256, 512, 768):
+            config = BertConfig.from_preset(f"uncased_L-{layers}_H-{hidden}_A-{hidden // 64}")
+            assert (config.num_hidden_layers, config.hidden_size) == (layers, hidden)
+            assert config.num_attention_heads == hidden // 64 and config.intermediate_size == 4 * hidden
+    with pytest.raises(ValueError, match="Unknown BERT preset 'bert_huge'.*bert_base_uncased"):
+        BertConfig.from_preset("bert_huge")
+
+
+def test_hf_dict_round_trip():
+    config = BertConfig(hidden_size=256, num_attention_heads=4, num_hidden_layers=4, intermediate_size=1024)
+    assert BertConfig.from_dict(config.to_hf_dict()) == config
