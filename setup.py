@@ -10,6 +10,7 @@ INSTALL_REQUIRES = [
     "tensorflow-datasets==4.9.10",
     "absl-py>=2.1",
     "safetensors>=0.4",
+    "tensorboard==2.21.0",  # tf.summary for training logs; not a TensorFlow dependency since 2.21
     "numpy>=1.26",
 ]
 

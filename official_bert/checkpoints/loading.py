@@ -91,6 +91,30 @@ def load_encoder(path, config: BertConfig = None):
     return encoder, config
 
 
+def load_task_weights(encoder, head_specs, path) -> bool:
+    """Loads an encoder's weights, and a task head's when the checkpoint has it, from `path`.
+
+    The encoder must load completely. The head loads only if every one of its variables is in the
+    checkpoint (e.g. HF `classifier.*` from a `BertForSequenceClassification`); otherwise it keeps its fresh
+    initialisation and a note is logged. A head that is present with a wrong shape is an error.
+
+    Args:
+        encoder: the task model's `BertEncoder`.
+        head_specs: `WeightSpec`s of the task head.
+        path: a checkpoint directory or prefix (see `open_checkpoint`).
+    Returns: whether the head was loaded.
+    """
+    reader = open_checkpoint(path)
+    hf_prefix = hf_encoder_prefix(reader) if reader.format == "hf" else ""
+    unused = restore(encoder_specs(encoder), reader, hf_prefix=hf_prefix)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path)
+    if head_specs and all(spec.name(reader.format) in reader for spec in head_specs):
+        restore(head_specs, reader)
+        return True
+    logger.info("%s: no task head in the checkpoint; the head starts from a fresh initialisation", reader.path)
+    return False
+
+
 def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):
     """Writes a Hugging Face `BertModel` directory (`config.json` + `model.safetensors`) for PyTorch users.
 

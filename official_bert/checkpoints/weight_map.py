@@ -70,18 +70,19 @@ def dense_specs(layer, google_prefix, hf_prefix, google_kernel="kernel", google_
 
     Args:
         layer: a built `keras.layers.Dense` or `EinsumDense` with one input axis group and a bias.
-        google_prefix: e.g. "bert/pooler/dense"; names are `{google_prefix}/{google_kernel}`.
+        google_prefix: e.g. "bert/pooler/dense"; names are `{google_prefix}/{google_kernel}` ("" for top level).
         hf_prefix: e.g. "pooler.dense"; names are `{hf_prefix}.weight` and `.bias`.
         google_kernel / google_bias: the kernel's and bias's leaf names in Google's checkpoint.
         google_transposed: Google stores this kernel `[out, in]`.
     """
     bias = layer.bias
+    google_prefix = f"{google_prefix}/" if google_prefix else ""
     out_size = int(np.prod(bias.shape))
     in_size = int(np.prod(layer.kernel.shape)) // out_size
     return [
-        WeightSpec(layer.kernel, f"{google_prefix}/{google_kernel}", f"{hf_prefix}.weight", (in_size, out_size),
+        WeightSpec(layer.kernel, f"{google_prefix}{google_kernel}", f"{hf_prefix}.weight", (in_size, out_size),
                    google_transposed=google_transposed, hf_transposed=True),
-        WeightSpec(bias, f"{google_prefix}/{google_bias}", f"{hf_prefix}.bias", (out_size,)),
+        WeightSpec(bias, f"{google_prefix}{google_bias}", f"{hf_prefix}.bias", (out_size,)),
     ]
 
 

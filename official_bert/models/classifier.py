@@ -1,0 +1,59 @@
+"""BertClassifier: dropout + dense on the pooled output (sequence classification and regression)."""
+
+import keras
+
+from official_bert.checkpoints.weight_map import dense_specs, encoder_specs
+from official_bert.models.encoder import BertEncoder
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertClassifier(keras.Model):
+    """Classifies (or scores) a packed sequence from the encoder's pooled `[CLS]` output.
+
+    Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
+    Output: logits (batch, num_classes) in float32; with `num_classes=1` a regression score (STS-B).
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_classes: number of labels; 1 for regression.
+        dropout_rate: dropout before the dense layer (default: the encoder's `hidden_dropout_prob`).
+
+    Examples:
+    ```python
+    encoder, config = official_bert.checkpoints.load_encoder("all-MiniLM-L6-v2")
+    classifier = official_bert.BertClassifier(encoder, num_classes=2)
+    logits = classifier(packed_inputs)  # (batch, 2)
+    ```
+    """
+
+    def __init__(self, encoder, num_classes, dropout_rate=None, **kwargs):
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        config = encoder.config
+        dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
+        pooled = encoder(inputs)["pooled_output"]  # (batch, hidden)
+        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        head = keras.layers.Dense(
+            num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
+        logits = head(dropout(pooled))  # (batch, num_classes)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.head = head
+
+    def checkpoint_specs(self):
+        """Weight specs of the encoder and the head (HF `classifier.*`, Google `output_weights` [classes, hidden])."""
+        return encoder_specs(self.encoder) + dense_specs(
+            self.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
+            google_bias="output_bias", google_transposed=True)
+
+    def get_config(self):
+        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,
+                "dropout_rate": self.dropout_rate, "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

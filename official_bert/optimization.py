@@ -1,0 +1,58 @@
+"""Optimizers for BERT fine-tuning and pre-training: AdamW or LAMB with linear warmup then linear decay."""
+
+import keras
+
+# Variables never weight-decayed: LayerNorm scales/offsets and every bias (as in BERT and HF).
+NO_DECAY_NAMES = ["bias", "gamma", "beta"]
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Learning rate rising linearly from 0 to `peak` over `warmup_steps`, then falling linearly to 0.
+
+    Args:
+        peak: the learning rate reached at the end of warmup.
+        total_steps: the step at which the rate reaches 0.
+        warmup_steps: length of the warmup.
+    """
+
+    def __init__(self, peak, total_steps, warmup_steps):
+        self.peak = float(peak)
+        self.total_steps = int(total_steps)
+        self.warmup_steps = int(warmup_steps)
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        warmup = step / max(self.warmup_steps, 1)
+        decay = (self.total_steps - step) / max(self.total_steps - self.warmup_steps, 1)
+        scale = keras.ops.where(step < self.warmup_steps, warmup, decay)
+        return self.peak * keras.ops.clip(scale, 0.0, 1.0)
+
+    def get_config(self):
+        return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
+
+
+def create_optimizer(learning_rate, total_steps, warmup_steps, optimizer="adamw", weight_decay=0.01,
+                     epsilon=1e-6, clip_norm=1.0):
+    """Builds the fine-tuning / pre-training optimizer.
+
+    Args:
+        learning_rate: peak learning rate.
+        total_steps: training steps; the rate decays to 0 there.
+        warmup_steps: linear warmup steps.
+        optimizer: "adamw" (decoupled weight decay, as BERT and HF) or "lamb".
+        weight_decay: decoupled weight decay, skipped for LayerNorm and bias variables.
+        epsilon: Adam epsilon (1e-6 as Google BERT; HF's Trainer uses 1e-8).
+        clip_norm: global-norm gradient clipping (None to disable).
+    """
+    schedule = WarmupLinearDecay(learning_rate, total_steps, warmup_steps)
+    if optimizer == "adamw":
+        opt = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
+                                     epsilon=epsilon, global_clipnorm=clip_norm)
+    elif optimizer == "lamb":
+        opt = keras.optimizers.Lamb(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
+                                    epsilon=epsilon, global_clipnorm=clip_norm)
+    else:
+        raise ValueError(f"optimizer must be 'adamw' or 'lamb', got {optimizer!r}")
+    opt.exclude_from_weight_decay(var_names=NO_DECAY_NAMES)
+    return opt

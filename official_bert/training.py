@@ -1,0 +1,162 @@
+"""The training core every task shares: strategy, precision, `Model.fit` with XLA, checkpoints and resume.
+
+A run is a fixed number of optimizer steps over a deterministic, repeating `tf.data` stream. Every
+`checkpoint_steps` steps the model, the optimizer (with its step counter) and the dropout seed state
+are written to `<model_dir>/checkpoints/`. Restarting the same command restores the latest checkpoint,
+skips the batches already consumed and trains the remaining steps, so a killed run ends at the same step
+with the same weights as an unbroken one.
+"""
+
+import json
+import logging
+import os
+import time
+
+import keras
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def get_strategy(name="one_device", tpu_address=None):
+    """Returns the `tf.distribute` strategy called `name`.
+
+    Args:
+        name: one of `STRATEGIES`. "one_device" uses the first GPU if there is one, else the CPU.
+        tpu_address: the TPU to connect to, for "tpu" ("" or None for a local TPU VM).
+    """
+    if name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"distribution_strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+
+
+def set_mixed_precision(policy=None):
+    """Sets the global Keras dtype policy.
+
+    Args:
+        policy: None / "float32", "float16" (mixed_float16, with loss scaling) or "bfloat16" (mixed_bfloat16).
+    """
+    names = {None: "float32", "": "float32", "float32": "float32", "float16": "mixed_float16",
+             "bfloat16": "mixed_bfloat16"}
+    if policy not in names:
+        raise ValueError(f"mixed_precision must be float16, bfloat16 or empty, got {policy!r}")
+    keras.mixed_precision.set_global_policy(names[policy])
+
+
+class ThroughputLogger(keras.callbacks.Callback):
+    """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
+
+    Args:
+        batch_size: global batch size.
+        every: steps between measurements.
+    """
+
+    def __init__(self, batch_size, every=10):
+        super().__init__()
+        self.batch_size = batch_size
+        self.every = every
+        self._start = None
+        self._steps = 0
+        self.examples_per_second = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._start is None:
+            self._start = time.perf_counter()
+            self._steps = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._steps += 1
+        if self._steps >= self.every:
+            self.examples_per_second = self._steps * self.batch_size / (time.perf_counter() - self._start)
+            self._start = None
+        if logs is not None and self.examples_per_second is not None:
+            logs["examples_per_second"] = self.examples_per_second
+
+
+class StepCheckpoint(keras.callbacks.Callback):
+    """Writes a `tf.train.Checkpoint` every `every` steps and at the end of training.
+
+    Args:
+        manager: a `tf.train.CheckpointManager` over the model and optimizer.
+        optimizer: the optimizer, whose `iterations` is the global step.
+        every: steps between checkpoints.
+    """
+
+    def __init__(self, manager, optimizer, every):
+        super().__init__()
+        self.manager = manager
+        self.optimizer = optimizer
+        self.every = every
+
+    def _step(self):
+        return int(self.optimizer.iterations.numpy())
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = self._step()
+        if step % self.every == 0:
+            self.manager.save(checkpoint_number=step)
+
+    def on_train_end(self, logs=None):
+        step = self._step()
+        if self.manager.latest_checkpoint is None or not self.manager.latest_checkpoint.endswith(f"-{step}"):
+            self.manager.save(checkpoint_number=step)
+
+
+def _seed_states(model):
+    """The dropout seed-generator states, so dropout masks continue exactly after a resume."""
+    return {f"seed_{i}": v for i, v in enumerate(v for v in model.variables if "seed_generator" in v.path)}
+
+
+def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, checkpoint_steps=1000,
+                  max_checkpoints=3, callbacks=(), verbose=1):
+    """Trains `model` (already compiled) for `total_steps` steps, resuming from `<model_dir>/checkpoints/`.
+
+    Args:
+        model: a compiled Keras model.
+        make_dataset: `f(skip_batches) -> tf.data.Dataset` of training batches, an infinite deterministic stream
+            that starts after `skip_batches` batches.
+        total_steps: optimizer steps of the whole run.
+        model_dir: run directory; checkpoints go to `<model_dir>/checkpoints`, TensorBoard logs to `<model_dir>/logs`.
+        batch_size: global batch size (for examples/second).
+        checkpoint_steps: steps between checkpoints.
+        max_checkpoints: how many recent checkpoints to keep.
+        callbacks: extra Keras callbacks.
+        verbose: Keras fit verbosity (1 = progress bar).
+    Returns: the Keras `History`, or None when the run was already complete.
+    """
+    optimizer = model.optimizer
+    optimizer.build(model.trainable_variables)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
+    manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
+                                         max_to_keep=max_checkpoints)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        logger.info("Resumed from %s (step %d)", manager.latest_checkpoint, int(optimizer.iterations.numpy()))
+    done = int(optimizer.iterations.numpy())
+    if done >= total_steps:
+        logger.info("Training already complete at step %d of %d", done, total_steps)
+        return None
+    all_callbacks = [ThroughputLogger(batch_size), StepCheckpoint(manager, optimizer, checkpoint_steps),
+                     keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"), update_freq=100), *callbacks]
+    return model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks, shuffle=False,
+                     verbose=verbose)
+
+
+def write_json(path, values):
+    """Writes `values` as indented JSON (creating the directory)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(values, f, indent=2, sort_keys=True)
+        f.write("\n")
