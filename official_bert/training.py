@@ -137,21 +137,22 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     Returns: the Keras `History`, or None when the run was already complete.
     """
     optimizer = model.optimizer
-    optimizer.build(model.trainable_variables)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
-    manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
-                                         max_to_keep=max_checkpoints)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        logger.info("Resumed from %s (step %d)", manager.latest_checkpoint, int(optimizer.iterations.numpy()))
+    with model.distribute_strategy.scope():  # optimizer slots and restored values live on the strategy's devices
+        optimizer.build(model.trainable_variables)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
+        manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
+                                             max_to_keep=max_checkpoints)
+        if manager.latest_checkpoint:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            logger.info("Resumed from %s (step %d)", manager.latest_checkpoint, int(optimizer.iterations.numpy()))
     done = int(optimizer.iterations.numpy())
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
     all_callbacks = [ThroughputLogger(batch_size), StepCheckpoint(manager, optimizer, checkpoint_steps),
                      keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"), update_freq=100), *callbacks]
-    return model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks, shuffle=False,
-                     verbose=verbose)
+    return model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
+                     shuffle=False, verbose=verbose)
 
 
 def write_json(path, values):

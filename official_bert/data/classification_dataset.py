@@ -1,0 +1,57 @@
+"""tf.data pipelines that turn (text_a, text_b, label) examples into packed BERT batches, in-graph."""
+
+import numpy as np
+import tensorflow as tf
+
+
+class TextPairPacker:
+    """Tokenizes one or two string batches and packs them into the encoder's inputs, in-graph.
+
+    Args:
+        tokenizer: an `official_bert.text.BertTokenizer`.
+        seq_length: packed length; longer pairs are truncated longest-segment-first.
+    """
+
+    def __init__(self, tokenizer, seq_length):
+        from official_bert.text import BertPackInputs
+
+        self.tokenizer = tokenizer
+        self.packer = BertPackInputs(seq_length, tokenizer.get_special_tokens_dict())
+
+    def __call__(self, text_a, text_b=None):
+        """Args: text_a, text_b: (batch,) strings. Returns the dict of (batch, seq_length) int32 inputs."""
+        segments = [self.tokenizer(text_a)]
+        if text_b is not None:
+            segments.append(self.tokenizer(text_b))
+        return self.packer(segments)
+
+
+def classification_dataset(text_a, text_b, labels, packer, batch_size, is_training, seed=0):
+    """Builds a batched dataset of `(inputs, labels)` (or `inputs` alone when `labels` is None).
+
+    Args:
+        text_a: list of first texts.
+        text_b: list of second texts, or None.
+        labels: class indices (int) or scores (float), or None for unlabeled prediction data.
+        packer: a `TextPairPacker`.
+        batch_size: batch size.
+        is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
+            forever, and drop the last partial batch so every step has one static shape.
+        seed: shuffle seed.
+    """
+    columns = {"text_a": np.asarray(text_a, dtype=object)}
+    if text_b is not None:
+        columns["text_b"] = np.asarray(text_b, dtype=object)
+    if labels is not None:
+        labels = np.asarray(labels)
+        columns["label"] = labels.astype("float32" if labels.dtype.kind == "f" else "int32")
+    dataset = tf.data.Dataset.from_tensor_slices(columns)
+    if is_training:
+        dataset = dataset.shuffle(len(text_a), seed=seed, reshuffle_each_iteration=True).repeat()
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+
+    def pack(batch):
+        inputs = packer(batch["text_a"], batch.get("text_b"))
+        return (inputs, batch["label"]) if "label" in batch else inputs
+
+    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
