@@ -34,7 +34,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["official_bert*", "tasks*", "export*", "configs*"]),
-    package_data={"configs": ["*.json"]},
+    package_data={"configs": ["*.json"], "tasks": ["demo_data/*"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES},
     license="Apache-2.0",

@@ -36,7 +36,6 @@ def define_common_flags(default_seq_length=128, default_learning_rate=5e-5):
     flags.DEFINE_boolean("do_train", True, "Train.")
     flags.DEFINE_boolean("do_eval", True, "Evaluate on the dev split(s).")
     flags.DEFINE_boolean("do_predict", False, "Write predictions for the test split(s).")
-    flags.mark_flag_as_required("model_dir")
 
 
 def resolve_init_checkpoint(path):

@@ -1,5 +1,6 @@
 """Fine-tunes and evaluates BERT on a GLUE task.
 
+    python -m tasks.run_classifier   # no flags: the embedded demo (MiniLM on a small sentiment set)
     python -m tasks.run_classifier --task=MRPC --data_dir=../shared/data/glue/MRPC \
         --init_checkpoint=../shared/data/all-MiniLM-L6-v2 --model_dir=out/mrpc
 
@@ -15,15 +16,15 @@ import os
 import numpy as np
 from absl import app, flags
 
-from tasks import common
+from tasks import common, demo
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("task", None, "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI or AX.")
+flags.DEFINE_string("task", None, "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI or AX; "
+                    "unset: the embedded demo run.")
 flags.DEFINE_string("data_dir", None, "Directory with the task's GLUE TSV files; default: tensorflow-datasets.")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets data_dir, used when --data_dir is not given.")
 flags.DEFINE_boolean("skip_bad_rows", False, "Skip (and count) malformed TSV rows instead of failing.")
 common.define_common_flags()
-flags.mark_flag_as_required("task")
 
 # GLUE submission file names for tasks whose split names differ from the task name.
 _SUBMISSION_NAMES = {"test_matched": "MNLI-m", "test_mismatched": "MNLI-mm"}
@@ -35,11 +36,7 @@ def read_split(task, split):
 
     if not FLAGS.data_dir:
         return load_tfds_glue(task, split, data_dir=FLAGS.tfds_data_dir)
-    path = glue_file_path(task, FLAGS.data_dir, split)
-    examples = read_glue_tsv(task, path, split, skip_bad_rows=FLAGS.skip_bad_rows)
-    if examples.num_skipped:
-        logging.warning("%s: skipped %d malformed rows (--skip_bad_rows)", path, examples.num_skipped)
-    return examples
+    return read_glue_tsv(task, glue_file_path(task, FLAGS.data_dir, split), split, skip_bad_rows=FLAGS.skip_bad_rows)
 
 
 def build_model(task, config):
@@ -111,6 +108,10 @@ def main(_):
     from official_bert.optimization import create_optimizer
     from official_bert.text import BertTokenizer
 
+    if FLAGS.task is None:
+        demo.apply_demo_defaults(FLAGS)
+    if not FLAGS.model_dir:
+        raise app.UsageError("--model_dir is required")
     task = get_glue_task(FLAGS.task)
     config, vocab_file, lower_case = common.prepare_model_dir(
         FLAGS.model_dir, {"task": task.name, "label_names": list(task.label_names),
