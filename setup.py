@@ -12,6 +12,7 @@ INSTALL_REQUIRES = [
     "safetensors>=0.4",
     "tensorboard==2.21.0",  # tf.summary for training logs; not a TensorFlow dependency since 2.21
     "numpy>=1.26",
+    "flatbuffers>=24.3",  # builds the tokenizer's normalizer table
 ]
 
 # References used only by tests and benchmarks, never at run time.
@@ -34,7 +35,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["official_bert*", "tasks*", "export*", "configs*"]),
-    package_data={"configs": ["*.json"], "tasks": ["demo_data/*"]},
+    package_data={"configs": ["*.json"], "tasks": ["demo_data/*"], "official_bert.text": ["data/*.json.gz"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={"test": TEST_REQUIRES},
     license="Apache-2.0",

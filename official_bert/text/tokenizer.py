@@ -1,0 +1,197 @@
+"""BertTokenizer: in-graph WordPiece that gives the reference BERT tokenizer's ids on every input."""
+
+import functools
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the FastBertNormalize / FastWordpiece kernels)
+from tensorflow_text.core.pybinds import pywrap_fast_wordpiece_tokenizer_model_builder
+from tensorflow_text.python.ops.fast_bert_normalizer import gen_fast_bert_normalizer
+from tensorflow_text.python.ops.fast_wordpiece_tokenizer import gen_fast_wordpiece_tokenizer
+
+from official_bert.text import normalizer_model, unicode_data
+
+REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
+SUFFIX_INDICATOR = "##"
+
+
+def load_vocab(vocab_file):
+    """Reads a WordPiece vocab file: one token per line, the line number is the id.
+
+    Args:
+        vocab_file: path to the file (Google's / Hugging Face's `vocab.txt`).
+
+    Returns:
+        The tokens, a list of str.
+    """
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"BERT vocab file not found: {vocab_file}")
+    with tf.io.gfile.GFile(vocab_file, "r") as f:
+        return [line.rstrip("\r\n") for line in f]
+
+
+@functools.lru_cache(maxsize=4)
+def _normalizer_model(lower_case, vocab):
+    mapping, _ = unicode_data.normalizer_table(lower_case, vocab)
+    return np.frombuffer(normalizer_model.build_normalizer_model(mapping), np.uint8)
+
+
+class BertTokenizer(keras.layers.Layer):
+    """Maps strings to WordPiece ids exactly as the reference BERT tokenizer does, inside the graph.
+
+    The graph holds only two tensorflow-text kernels, `FastBertNormalize` and
+    `FastWordpieceTokenizeWithOffsets` (the ones TFLite's tf-text registrar and TF Serving provide), and
+    core TF ops. The normalizer gets a code-point table with the reference normalization (see
+    `unicode_data.py`): uncased = clean control characters, pad CJK, NFD, strip accents, lower case;
+    cased = clean control characters, pad CJK. Words longer than `max_chars_per_word` characters
+    become one `[UNK]`, counting characters as the reference does (the kernel counts bytes).
+
+    Literal special-token strings in the text (say "[SEP]") are tokenized as text, as Google's
+    original tokenizer does; Hugging Face's fast tokenizer would emit the special id.
+
+    Args:
+        vocab_file: path of a `vocab.txt`; give this or `vocab`.
+        vocab: the tokens as a list of str; give this or `vocab_file`.
+        lower_case: True for uncased models, False for cased.
+        max_chars_per_word: longer words map to `[UNK]` (the reference's `max_input_chars_per_word`).
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Examples:
+
+    >>> tokenizer = BertTokenizer(vocab_file="vocab.txt")
+    >>> tokenizer(tf.constant(["Hello world!"]))
+    <tf.RaggedTensor [[7592, 2088, 999]]>
+    >>> ids, starts, ends = tokenizer(tf.constant(["Hello world!"]), with_offsets=True)
+    """
+
+    def __init__(self, vocab_file=None, vocab=None, lower_case=True, max_chars_per_word=100, **kwargs):
+        super().__init__(**kwargs)
+        if (vocab_file is None) == (vocab is None):
+            raise ValueError("Give exactly one of vocab_file and vocab.")
+        tokens = load_vocab(vocab_file) if vocab_file is not None else [str(t) for t in vocab]
+        source = f"vocab file {vocab_file}" if vocab_file is not None else "the given vocab"
+        missing = [t for t in REQUIRED_TOKENS if t not in tokens]
+        if missing:
+            raise ValueError(f"{source} lacks the special token(s) {', '.join(missing)}; BERT needs "
+                             f"{', '.join(REQUIRED_TOKENS)}.")
+        self.vocab_file = vocab_file
+        self.vocab = None if vocab_file is not None else tokens
+        self.lower_case = lower_case
+        self.max_chars_per_word = max_chars_per_word
+        self._tokens = tokens
+        self._token_to_id = {t: i for i, t in reversed(list(enumerate(tokens)))}  # first occurrence wins
+        self._unk_id = self._token_to_id["[UNK]"]
+        self._normalizer_model = _normalizer_model(lower_case, tuple(tokens))
+        # Up to 4 bytes per character: no word within the character limit is cut by the byte limit.
+        self._wordpiece_model = np.frombuffer(
+            pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
+                tokens, 4 * max_chars_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
+        is_suffix = [t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in tokens]
+        self._is_suffix = np.array(is_suffix, bool)  # (vocab,)
+        self._char_lengths = np.array(  # (vocab,) characters each piece covers in its word
+            [len(t) - len(SUFFIX_INDICATOR) if s else len(t) for t, s in zip(tokens, is_suffix)], np.int32)
+
+    @property
+    def vocab_size(self):
+        return len(self._tokens)
+
+    def get_vocab(self):
+        """Returns the tokens, a list of str whose index is the id."""
+        return list(self._tokens)
+
+    def get_special_tokens_dict(self):
+        """Returns the ids BertPackInputs and the pre-training masker need.
+
+        Returns:
+            dict with `vocab_size`, `start_of_sequence_id` ([CLS]), `end_of_segment_id` ([SEP]),
+            `padding_id` ([PAD]), `unk_id` ([UNK]) and `mask_id` ([MASK]; absent if the vocab has none).
+        """
+        special = {
+            "vocab_size": self.vocab_size,
+            "start_of_sequence_id": self._token_to_id["[CLS]"],
+            "end_of_segment_id": self._token_to_id["[SEP]"],
+            "padding_id": self._token_to_id["[PAD]"],
+            "unk_id": self._unk_id,
+        }
+        if "[MASK]" in self._token_to_id:
+            special["mask_id"] = self._token_to_id["[MASK]"]
+        return special
+
+    def call(self, inputs, with_offsets=False):
+        """Tokenizes a batch of strings.
+
+        Args:
+            inputs: string Tensor, shape [batch] (a scalar is treated as a batch of one).
+            with_offsets: also return the byte offsets of each piece in its input string.
+
+        Returns:
+            int32 RaggedTensor ids [batch, (pieces)]; with `with_offsets`, the tuple
+            `(ids, starts, ends)` where starts/ends are int64 RaggedTensors of the same shape.
+        """
+        text = tf.convert_to_tensor(inputs, dtype=tf.string)
+        if text.shape.rank == 0:
+            text = tf.reshape(text, [1])
+        normalized, norm_offsets, norm_splits = gen_fast_bert_normalizer.fast_bert_normalize(
+            input_values=text, fast_bert_normalizer_model=tf.constant(self._normalizer_model),
+            get_offsets=with_offsets)
+        _, ids, row_splits, starts, ends = gen_fast_wordpiece_tokenizer.fast_wordpiece_tokenize_with_offsets(
+            input_values=normalized, wp_model=tf.constant(self._wordpiece_model))
+        # ids, starts, ends: (pieces,); row_splits: (batch + 1,)
+        ids = tf.cast(ids, tf.int32)
+        row_splits = tf.cast(row_splits, tf.int64)
+        ids, starts, ends, row_splits = self._unk_long_words(ids, starts, ends, row_splits)
+        result = tf.RaggedTensor.from_row_splits(ids, row_splits, validate=False)
+        if not with_offsets:
+            return result
+        # Map offsets in the normalized text back to the input: norm_offsets holds, per row, the input
+        # position of every normalized byte plus one for the end.
+        piece_rows = _row_ids(row_splits, tf.shape(ids, out_type=tf.int64)[0])  # (pieces,)
+        row_base = tf.gather(tf.cast(norm_splits, tf.int64), piece_rows)  # (pieces,)
+        norm_offsets = tf.cast(norm_offsets, tf.int64)
+        starts = tf.gather(norm_offsets, row_base + tf.cast(starts, tf.int64))
+        ends = tf.gather(norm_offsets, row_base + tf.cast(ends, tf.int64))
+        return (result, tf.RaggedTensor.from_row_splits(starts, row_splits, validate=False),
+                tf.RaggedTensor.from_row_splits(ends, row_splits, validate=False))
+
+    def _unk_long_words(self, ids, starts, ends, row_splits):
+        """Replaces every word of more than `max_chars_per_word` characters by one [UNK] (dense ops)."""
+        is_word_start = tf.logical_not(tf.gather(tf.constant(self._is_suffix), ids))  # (pieces,)
+        word_index = tf.cumsum(tf.cast(is_word_start, tf.int32)) - 1  # (pieces,)
+        num_words = tf.reduce_sum(tf.cast(is_word_start, tf.int32))
+        word_chars = tf.math.unsorted_segment_sum(
+            tf.gather(tf.constant(self._char_lengths), ids), word_index, num_words)  # (words,)
+        word_starts = tf.reshape(tf.where(is_word_start), [-1])  # (words,) index of each word's first piece
+        word_lasts = tf.concat([word_starts[1:], tf.shape(ids, out_type=tf.int64)], axis=0) - 1  # (words,)
+        word_ends = tf.gather(ends, word_lasts)  # (words,)
+        too_long = tf.gather(word_chars > self.max_chars_per_word, word_index)  # (pieces,)
+        keep = tf.logical_or(is_word_start, tf.logical_not(too_long))
+        ids = tf.where(too_long, tf.constant(self._unk_id, tf.int32), ids)
+        ends = tf.where(too_long, tf.gather(word_ends, word_index), ends)
+        kept = tf.reshape(tf.where(keep), [-1])  # (kept pieces,)
+        kept_before = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(keep, tf.int64))], axis=0)
+        return (tf.gather(ids, kept), tf.gather(starts, kept), tf.gather(ends, kept),
+                tf.gather(kept_before, row_splits))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"vocab_file": self.vocab_file, "vocab": self.vocab, "lower_case": self.lower_case,
+                       "max_chars_per_word": self.max_chars_per_word})
+        return config
+
+
+def _row_ids(row_splits, num_values):
+    """Row index of each value of a ragged tensor, with dense ops only (no RaggedRange).
+
+    Args:
+        row_splits: int64 [rows + 1].
+        num_values: int64 scalar, row_splits[-1].
+
+    Returns:
+        int64 [num_values].
+    """
+    # +1 at the start of every row after the first; empty rows stack their +1s on one position.
+    bumps = tf.scatter_nd(tf.reshape(row_splits[1:-1], [-1, 1]), tf.ones_like(row_splits[1:-1]),
+                          tf.reshape(num_values + 1, [1]))
+    return tf.cumsum(bumps)[:-1]
+
