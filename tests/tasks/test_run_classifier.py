@@ -1,0 +1,99 @@
+"""tasks.run_classifier end to end through the CLI, with a tiny model: train, evaluate, predict, resume."""
+
+import json
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from official_bert import BertConfig, BertEncoder
+from official_bert.checkpoints import save_encoder
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(shared_data, tmp_path_factory):
+    """A randomly initialised 2-layer BERT with the real uncased vocab, as a Hugging Face directory."""
+    path = tmp_path_factory.mktemp("tiny_bert")
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64)
+    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
+    return path
+
+
+def _command(shared_data, checkpoint, model_dir, *extra):
+    return [sys.executable, "-m", "tasks.run_classifier", "--task=MRPC",
+            f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--init_checkpoint={checkpoint}",
+            f"--model_dir={model_dir}", "--max_seq_length=32", "--train_batch_size=8", "--eval_batch_size=128",
+            *extra]
+
+
+def _run(command):
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _weights(model_dir):
+    values = []
+    with h5py.File(model_dir / "model.weights.h5", "r") as f:
+        f.visititems(lambda name, item: values.append((name, item[()])) if isinstance(item, h5py.Dataset) else None)
+    return dict(values)
+
+
+def test_train_evaluate_predict(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "mrpc"
+    result = _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=3", "--do_predict"))
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["num_examples"] == 408
+    assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["f1"] <= 1.0
+    assert "eval results:" in result.stdout
+    task = json.loads((model_dir / "task.json").read_text())
+    assert task["task"] == "MRPC" and task["label_names"] == ["0", "1"] and task["max_seq_length"] == 32
+    for name in ("bert_config.json", "vocab.txt", "model.weights.h5", "encoder/model.safetensors"):
+        assert (model_dir / name).is_file(), name
+    rows = (model_dir / "predictions" / "MRPC.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) == 1 + 1725
+    assert {row.split("\t")[1] for row in rows[1:]} <= {"0", "1"}
+    # The model_dir is a valid --init_checkpoint for a next run (our own checkpoints).
+    _run(_command(shared_data, model_dir, tmp_path / "again", "--num_train_steps=1", "--do_eval=false"))
+
+
+def test_a_different_task_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "run"
+    _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=1", "--do_eval=false"))
+    result = subprocess.run(_command(shared_data, tiny_checkpoint, model_dir, "--max_seq_length=48"), cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert "field 'max_seq_length' is 32 from an earlier run" in result.stderr
+
+
+def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp_path):
+    steps = ["--num_train_steps=8", "--checkpoint_steps=1"]
+    unbroken = tmp_path / "unbroken"
+    _run(_command(shared_data, tiny_checkpoint, unbroken, *steps))
+
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(_command(shared_data, tiny_checkpoint, killed, *steps), cwd=REPO_ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (killed / "checkpoints" / "ckpt-3.index").exists() and process.poll() is None:
+        assert time.time() < deadline, "no checkpoint written"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "model.weights.h5").exists(), "the run finished before it could be killed"
+    _run(_command(shared_data, tiny_checkpoint, killed, *steps))
+
+    a, b = _weights(unbroken), _weights(killed)
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert (json.loads((unbroken / "eval_results.json").read_text())
+            == json.loads((killed / "eval_results.json").read_text()))
