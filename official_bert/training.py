@@ -58,31 +58,48 @@ def set_mixed_precision(policy=None):
 class ThroughputLogger(keras.callbacks.Callback):
     """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
 
+    Also keeps the whole run's figures, the first step (tracing and XLA compilation) left out:
+    `steady_steps`, `steady_seconds`, `steady_examples_per_second`.
+
     Args:
         batch_size: global batch size.
-        every: steps between measurements.
+        every: steps between measurements shown in the logs.
     """
 
     def __init__(self, batch_size, every=10):
         super().__init__()
         self.batch_size = batch_size
         self.every = every
-        self._start = None
-        self._steps = 0
+        self._window_start = None
+        self._window_steps = 0
+        self._run_start = None
+        self.steady_steps = 0
+        self.steady_seconds = 0.0
         self.examples_per_second = None
 
     def on_train_batch_begin(self, batch, logs=None):
-        if self._start is None:
-            self._start = time.perf_counter()
-            self._steps = 0
+        if self._window_start is None:
+            self._window_start = time.perf_counter()
+            self._window_steps = 0
 
     def on_train_batch_end(self, batch, logs=None):
-        self._steps += 1
-        if self._steps >= self.every:
-            self.examples_per_second = self._steps * self.batch_size / (time.perf_counter() - self._start)
-            self._start = None
+        now = time.perf_counter()
+        if self._run_start is None:
+            self._run_start = now  # after the first (compiling) step
+        else:
+            self.steady_steps += 1
+            self.steady_seconds = now - self._run_start
+        self._window_steps += 1
+        if self._window_steps >= self.every:
+            self.examples_per_second = self._window_steps * self.batch_size / (now - self._window_start)
+            self._window_start = None
         if logs is not None and self.examples_per_second is not None:
             logs["examples_per_second"] = self.examples_per_second
+
+    def summary(self) -> dict:
+        rate = self.steady_steps * self.batch_size / self.steady_seconds if self.steady_seconds else None
+        return {"steady_steps": self.steady_steps, "steady_seconds": self.steady_seconds,
+                "steady_examples_per_second": rate}
 
 
 class StepCheckpoint(keras.callbacks.Callback):
@@ -134,7 +151,8 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         max_checkpoints: how many recent checkpoints to keep.
         callbacks: extra Keras callbacks.
         verbose: Keras fit verbosity (1 = progress bar).
-    Returns: the Keras `History`, or None when the run was already complete.
+    Returns: a dict of `steps` (this invocation), `seconds` (wall time of fit) and the `ThroughputLogger`
+        summary; written to `<model_dir>/train_results.json` too. None when the run was already complete.
     """
     optimizer = model.optimizer
     with model.distribute_strategy.scope():  # optimizer slots and restored values live on the strategy's devices
@@ -149,10 +167,16 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
-    all_callbacks = [ThroughputLogger(batch_size), StepCheckpoint(manager, optimizer, checkpoint_steps),
+    throughput = ThroughputLogger(batch_size)
+    all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps),
                      keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"), update_freq=100), *callbacks]
-    return model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
-                     shuffle=False, verbose=verbose)
+    start = time.perf_counter()
+    history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
+                        shuffle=False, verbose=verbose)
+    results = {"steps": total_steps - done, "seconds": time.perf_counter() - start, "batch_size": batch_size,
+               "final_loss": float(history.history["loss"][-1]), **throughput.summary()}
+    write_json(os.path.join(model_dir, "train_results.json"), results)
+    return results
 
 
 def write_json(path, values):

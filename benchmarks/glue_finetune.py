@@ -1,0 +1,163 @@
+"""GLUE fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, data, recipe and machine.
+
+    python -m benchmarks.glue_finetune --task=MRPC
+    python -m benchmarks.glue_finetune --task=SST-2 --max_train_examples=8000 --epochs=1
+
+Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 with AdamW (learning rate, weight decay 0.01 except
+LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup over 10% of the steps then
+linear decay, batch 32, sequences padded/truncated to 128 (longest first), dropout 0.1, the same number of
+steps. Ours runs through the CLI (`python -m tasks.run_classifier`); the peer is a plain PyTorch loop over
+`BertForSequenceClassification`. Prints dev metrics and steady-state training examples/second (first step,
+which compiles, left out) for both, and the ratios.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
+
+
+def write_task_dir(task, data_dir, out_dir, max_train_examples, seed):
+    """Copies the dev split and a (seeded, optional) subset of train into `out_dir`, in GLUE TSV layout."""
+    from official_bert.data.glue import glue_file_path
+
+    os.makedirs(out_dir, exist_ok=True)
+    for split in ("train", "dev"):
+        with open(glue_file_path(task, data_dir, split), encoding="utf-8-sig") as f:
+            lines = f.read().splitlines()
+        header, rows = lines[0], [line for line in lines[1:] if line.strip()]
+        if split == "train" and max_train_examples and max_train_examples < len(rows):
+            keep = np.sort(np.random.default_rng(seed).permutation(len(rows))[:max_train_examples])
+            rows = [rows[i] for i in keep]
+        with open(os.path.join(out_dir, f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write("\n".join([header, *rows]) + "\n")
+
+
+def run_ours(task, data_dir, checkpoint, model_dir, args):
+    command = [sys.executable, "-m", "tasks.run_classifier", f"--task={task}", f"--data_dir={data_dir}",
+               f"--init_checkpoint={checkpoint}", f"--model_dir={model_dir}", "--max_seq_length=128",
+               "--train_batch_size=32", f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
+               "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
+               f"--jit_compile={str(args.jit_compile).lower()}", "--checkpoint_steps=100000"]
+    if args.mixed_precision:
+        command.append(f"--mixed_precision={args.mixed_precision}")
+    print("ours:", " ".join(command), flush=True)
+    subprocess.run(command, cwd=REPO_ROOT, check=True)
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+        metrics = json.load(f)
+    with open(os.path.join(model_dir, "train_results.json")) as f:
+        train = json.load(f)
+    return metrics, train["steady_examples_per_second"], train["seconds"]
+
+
+def run_pytorch(task, data_dir, checkpoint, args):
+    """The peer: transformers BertForSequenceClassification, a plain PyTorch training loop."""
+    import torch
+    import transformers
+
+    from official_bert.data.glue import get_glue_task, read_glue_tsv
+    from official_bert.metrics.glue import glue_metrics
+
+    torch.manual_seed(args.seed)
+    glue_task = get_glue_task(task)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        checkpoint, num_labels=glue_task.num_classes, attn_implementation="eager")
+
+    def encode(examples):
+        texts = (examples.text_a, examples.text_b) if examples.text_b is not None else (examples.text_a,)
+        return tokenizer(*texts, truncation="longest_first", max_length=128, padding="max_length",
+                         return_tensors="pt")
+
+    train = read_glue_tsv(glue_task, os.path.join(data_dir, "train.tsv"), "train")
+    dev = read_glue_tsv(glue_task, os.path.join(data_dir, "dev.tsv"), "dev")
+    features, labels = encode(train), torch.tensor(train.labels)
+    steps_per_epoch = len(train) // 32
+    total_steps = math.ceil(len(train) * args.epochs / 32)
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.learning_rate, eps=1e-8)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
+    model.train()
+    generator = torch.Generator().manual_seed(args.seed)
+    order, step, start, steady_start = torch.empty(0, dtype=torch.long), 0, time.perf_counter(), None
+    while step < total_steps:
+        if step % steps_per_epoch == 0:
+            order = torch.randperm(len(train), generator=generator)
+        batch = order[(step % steps_per_epoch) * 32:(step % steps_per_epoch + 1) * 32]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.mixed_precision == "bfloat16"):
+            out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
+                        token_type_ids=features["token_type_ids"][batch], labels=labels[batch])
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        step += 1
+        if step == 1:
+            steady_start = time.perf_counter()
+        if step % 20 == 0:
+            print(f"pytorch step {step}/{total_steps} loss {out.loss.item():.4f}", flush=True)
+    seconds = time.perf_counter() - start
+    rate = (total_steps - 1) * 32 / (time.perf_counter() - steady_start)
+    model.eval()
+    dev_features, predictions = encode(dev), []
+    with torch.no_grad():
+        for i in range(0, len(dev), 128):
+            logits = model(**{k: v[i:i + 128] for k, v in dev_features.items()}).logits
+            predictions.append(logits.float().numpy())
+    predictions = np.concatenate(predictions)
+    predictions = predictions[:, 0] if glue_task.is_regression else predictions.argmax(-1)
+    metrics = {k: float(v) for k, v in glue_metrics(glue_task.name, np.asarray(dev.labels), predictions).items()}
+    return metrics, rate, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="MRPC")
+    parser.add_argument("--data_dir", default=None, help="default: ../shared/data/glue/<task>")
+    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--max_train_examples", type=int, default=None, help="seeded subset of train")
+    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=True)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    args = parser.parse_args()
+
+    from official_bert.data.glue_tasks import get_glue_task
+
+    task = get_glue_task(args.task).name
+    data_dir = args.data_dir or os.path.join(SHARED_DATA, "glue", task)
+    work = args.out or tempfile.mkdtemp(prefix="glue_bench_")
+    task_dir = os.path.join(work, "data")
+    write_task_dir(task, data_dir, task_dir, args.max_train_examples, args.seed)
+    model_dir = os.path.join(work, "ours")
+    if os.path.exists(model_dir):
+        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+
+    ours, ours_rate, ours_seconds = run_ours(task, task_dir, args.checkpoint, model_dir, args)
+    theirs, their_rate, their_seconds = run_pytorch(task, task_dir, args.checkpoint, args)
+
+    print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
+          f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}")
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for key in sorted(k for k in theirs if not k.startswith("num_")):
+        print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
+    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
+    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
+if __name__ == "__main__":
+    main()
