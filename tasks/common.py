@@ -98,3 +98,31 @@ def train_steps(num_examples):
     """Total and warmup steps from --num_train_steps or --num_train_epochs."""
     steps = FLAGS.num_train_steps or math.ceil(num_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size)
     return steps, int(steps * FLAGS.warmup_proportion)
+
+
+def fit_and_save(model, make_dataset, total_steps, vocab_file):
+    """Trains with `training.fit_resumable`, then writes `model.weights.h5` and `encoder/` (Hugging Face) to
+    --model_dir.
+
+    Args:
+        model: a compiled task model with an `encoder` attribute.
+        make_dataset: `f(skip_batches) -> tf.data.Dataset` of training batches (see `fit_resumable`).
+        total_steps: optimizer steps of the whole run.
+        vocab_file: copied into `encoder/`.
+    """
+    from official_bert import training
+    from official_bert.checkpoints import save_encoder
+
+    training.fit_resumable(model, make_dataset, total_steps, FLAGS.model_dir, FLAGS.train_batch_size,
+                           checkpoint_steps=FLAGS.checkpoint_steps)
+    model.save_weights(os.path.join(FLAGS.model_dir, "model.weights.h5"), overwrite=True)
+    save_encoder(model.encoder, os.path.join(FLAGS.model_dir, "encoder"), vocab_file=vocab_file, overwrite=True)
+
+
+def load_trained_weights(model):
+    """Without --do_train: the weights of an earlier run in --model_dir, if there are any."""
+    path = os.path.join(FLAGS.model_dir, "model.weights.h5")
+    if os.path.isfile(path):
+        model.load_weights(path)
+    else:
+        logging.warning("%s not found: predicting with the --init_checkpoint weights", path)

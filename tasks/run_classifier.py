@@ -48,7 +48,7 @@ def build_model(task, config):
     from official_bert.models.classifier import BertClassifier
 
     model = BertClassifier(BertEncoder(config), task.num_classes)
-    head_loaded = load_task_weights(model.encoder, model.checkpoint_specs()[-2:],
+    head_loaded = load_task_weights(model.encoder, model.head_specs(),
                                     common.resolve_init_checkpoint(FLAGS.init_checkpoint))
     logging.info("Loaded %s (head %s)", FLAGS.init_checkpoint, "loaded" if head_loaded else "freshly initialised")
     if task.is_regression:
@@ -102,7 +102,6 @@ def main(_):
     import keras
 
     from official_bert import training
-    from official_bert.checkpoints import save_encoder
     from official_bert.data.classification_dataset import TextPairPacker, classification_dataset
     from official_bert.data.glue_tasks import get_glue_task
     from official_bert.optimization import create_optimizer
@@ -140,12 +139,9 @@ def main(_):
                                              FLAGS.train_batch_size, is_training=True, seed=FLAGS.seed)
             return dataset.skip(skip_batches)
 
-        training.fit_resumable(model, make_dataset, total_steps, FLAGS.model_dir, FLAGS.train_batch_size,
-                               checkpoint_steps=FLAGS.checkpoint_steps)
-        model.save_weights(os.path.join(FLAGS.model_dir, "model.weights.h5"), overwrite=True)
-        save_encoder(model.encoder, os.path.join(FLAGS.model_dir, "encoder"), vocab_file=vocab_file, overwrite=True)
-    elif os.path.isfile(os.path.join(FLAGS.model_dir, "model.weights.h5")):
-        model.load_weights(os.path.join(FLAGS.model_dir, "model.weights.h5"))
+        common.fit_and_save(model, make_dataset, total_steps, vocab_file)
+    else:
+        common.load_trained_weights(model)
 
     if FLAGS.do_eval and task.eval_splits:
         results = evaluate(task, model, packer)

@@ -22,6 +22,14 @@ def hf_encoder_prefix(reader: CheckpointReader) -> str:
     return "bert." if "bert.embeddings.word_embeddings.weight" in reader else ""
 
 
+def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str) -> str:
+    """The spec's name in the reader's format, with `hf_prefix` on Hugging Face encoder weights."""
+    name = spec.name(reader.format)
+    if reader.format == "hf" and name.startswith(_ENCODER_PREFIXES["hf"]):
+        name = hf_prefix + name
+    return name
+
+
 def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "") -> List[str]:
     """Assigns every spec's variable from the checkpoint, all or nothing.
 
@@ -36,9 +44,7 @@ def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = 
     fmt = reader.format
     values, missing, used = [], [], set()
     for spec in specs:
-        name = spec.name(fmt)
-        if fmt == "hf" and name.startswith(_ENCODER_PREFIXES["hf"]):
-            name = hf_prefix + name
+        name = _encoder_name(spec, reader, hf_prefix)
         if name not in reader:
             missing.append(f"'{name}' (expected shape {spec.stored_shape(fmt)})")
             continue
@@ -91,7 +97,7 @@ def load_encoder(path, config: BertConfig = None):
     return encoder, config
 
 
-def load_task_weights(encoder, head_specs, path) -> bool:
+def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
     """Loads an encoder's weights, and a task head's when the checkpoint has it, from `path`.
 
     The encoder must load completely. The head loads only if every one of its variables is in the
@@ -102,11 +108,19 @@ def load_task_weights(encoder, head_specs, path) -> bool:
         encoder: the task model's `BertEncoder`.
         head_specs: `WeightSpec`s of the task head.
         path: a checkpoint directory or prefix (see `open_checkpoint`).
+        optional_pooler: a checkpoint without the pooler is accepted and the pooler keeps its initialisation,
+            for tasks that do not use it (HF saves `BertForTokenClassification` / `BertForQuestionAnswering`
+            without one).
     Returns: whether the head was loaded.
     """
     reader = open_checkpoint(path)
     hf_prefix = hf_encoder_prefix(reader) if reader.format == "hf" else ""
-    unused = restore(encoder_specs(encoder), reader, hf_prefix=hf_prefix)
+    specs = encoder_specs(encoder)
+    pooler = specs[-2:]  # pooler kernel and bias come last
+    if optional_pooler and not any(_encoder_name(spec, reader, hf_prefix) in reader for spec in pooler):
+        logger.info("%s: no pooler in the checkpoint; it keeps its initialisation (unused by this task)", reader.path)
+        specs = specs[:-2]
+    unused = restore(specs, reader, hf_prefix=hf_prefix)
     _check_leftovers(unused, reader.format, hf_prefix, reader.path)
     if head_specs and all(spec.name(reader.format) in reader for spec in head_specs):
         restore(head_specs, reader)

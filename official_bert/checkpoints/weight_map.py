@@ -86,6 +86,13 @@ def dense_specs(layer, google_prefix, hf_prefix, google_kernel="kernel", google_
     ]
 
 
+def classifier_head_specs(head) -> List[WeightSpec]:
+    """Specs of a task head named as BERT's classifiers are: HF `classifier.weight` / `.bias` (BertFor
+    SequenceClassification / TokenClassification), Google `output_weights` ([classes, hidden]) / `output_bias`."""
+    return dense_specs(head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
+                       google_bias="output_bias", google_transposed=True)
+
+
 def layer_norm_specs(layer, google_prefix, hf_prefix) -> List[WeightSpec]:
     """Specs of a LayerNormalization's gamma (`weight`) and beta (`bias`)."""
     size = (int(layer.gamma.shape[0]),)

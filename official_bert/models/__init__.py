@@ -1,5 +1,9 @@
-"""Keras models: the encoder and, later, the task models built on it."""
+"""Keras models: the encoder and the task models built on it."""
 
+from official_bert.models.classifier import BertClassifier
 from official_bert.models.encoder import ENCODER_INPUTS, BertEncoder
+from official_bert.models.token_classifier import IGNORE_LABEL, BertTokenClassifier, token_classification_loss
 
-__all__ = ["BertEncoder", "ENCODER_INPUTS"]
+# EntityTagger (raw text -> entities) lives in official_bert.models.entity_tagger; import it from there.
+__all__ = ["BertClassifier", "BertEncoder", "BertTokenClassifier", "ENCODER_INPUTS", "IGNORE_LABEL",
+           "token_classification_loss"]

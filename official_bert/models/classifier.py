@@ -2,8 +2,7 @@
 
 import keras
 
-from official_bert.checkpoints.weight_map import dense_specs, encoder_specs
-from official_bert.models.encoder import BertEncoder
+from official_bert.checkpoints.weight_map import classifier_head_specs, encoder_specs
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -44,11 +43,13 @@ class BertClassifier(keras.Model):
         self.dropout_rate = dropout_rate
         self.head = head
 
+    def head_specs(self):
+        """Weight specs of the head: HF `classifier.*`, Google `output_weights` [classes, hidden] / `output_bias`."""
+        return classifier_head_specs(self.head)
+
     def checkpoint_specs(self):
-        """Weight specs of the encoder and the head (HF `classifier.*`, Google `output_weights` [classes, hidden])."""
-        return encoder_specs(self.encoder) + dense_specs(
-            self.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
-            google_bias="output_bias", google_transposed=True)
+        """Weight specs of the encoder and the head."""
+        return encoder_specs(self.encoder) + self.head_specs()
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,

@@ -97,3 +97,32 @@ def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert (json.loads((unbroken / "eval_results.json").read_text())
             == json.loads((killed / "eval_results.json").read_text()))
+
+
+def _write_stsb(directory, rows):
+    """A tiny STS-B in GLUE's column layout (score in the last column)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    for split in ("train", "dev"):
+        lines = [header] + [f"{i}\tmain-news\tx\t2012\t{i}\tnone\tnone\t{a}\t{b}\t{score}"
+                            for i, (a, b, score) in enumerate(rows)]
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+
+
+def test_regression_with_mirrored_strategy_and_bfloat16(tiny_checkpoint, tmp_path):
+    rows = [("a man is playing a guitar .", "a man plays the guitar .", 4.8),
+            ("a dog runs in the park .", "the stock market fell today .", 0.2),
+            ("a woman is slicing onions .", "a woman cuts an onion .", 4.2),
+            ("kids are playing football .", "a cat sleeps on the sofa .", 0.6),
+            ("the train is late again .", "the train has been delayed .", 3.9),
+            ("he is reading a book .", "she is eating soup .", 1.0)] * 3
+    _write_stsb(tmp_path / "stsb", rows)
+    model_dir = tmp_path / "run"
+    _run([sys.executable, "-m", "tasks.run_classifier", "--task=STS-B", f"--data_dir={tmp_path / 'stsb'}",
+          f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={model_dir}", "--max_seq_length=24",
+          "--train_batch_size=4", "--num_train_steps=3", "--distribution_strategy=mirrored",
+          "--mixed_precision=bfloat16"])
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert set(results) == {"pearson", "spearman", "num_examples"} and results["num_examples"] == 18
+    assert -1.0 <= results["pearson"] <= 1.0
+    assert json.loads((model_dir / "task.json").read_text())["num_classes"] == 1

@@ -1,0 +1,190 @@
+"""CoNLL-2003 NER fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, data, recipe, machine.
+
+    python -m benchmarks.ner_finetune                       # train on train, evaluate on test
+    python -m benchmarks.ner_finetune --max_train_sentences=2000 --max_eval_sentences=500 --epochs=1
+
+Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 on ../shared/data/conll2003/hf-iob2 with AdamW (learning
+rate, weight decay 0.01 except LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup
+over 10% of the steps then linear decay, batch 32, sequences of 128 word pieces, dropout 0.1, the same number
+of steps; the first word piece of each word carries its label, the others are ignored by the loss. Ours runs
+through the CLI (`python -m tasks.run_ner`); the peer is a plain PyTorch loop over
+`BertForTokenClassification`, tokenized by `transformers`' fast tokenizer (`is_split_into_words=True`,
+`word_ids()` for the alignment). Sentences of more than 126 pieces are windowed by ours and truncated by the
+peer (words it cuts, or that get no piece, are predicted "O"; the number of such sentences is printed). Both are scored with seqeval's default
+(conlleval) entity F1 on the test split. Prints the scores and steady-state training examples/second (first
+step, which compiles, left out) for both, and the ratios.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
+
+
+def write_conll(examples, path, keep=None):
+    """Writes (a seeded subset `keep` of) sentences in CoNLL layout: `word tag` lines, blank line between."""
+    indices = range(len(examples)) if keep is None else keep
+    with open(path, "w", encoding="utf-8") as f:
+        for i in indices:
+            f.writelines(f"{w} {t}\n" for w, t in zip(examples.words[i], examples.tags[i]))
+            f.write("\n")
+
+
+def write_task_dir(data_dir, out_dir, max_train, max_eval, seed):
+    """Copies train (optionally a seeded subset) and test into `out_dir`; returns (train, test) examples."""
+    from official_bert.data.conll import read_conll
+
+    os.makedirs(out_dir, exist_ok=True)
+    result = []
+    for split, limit in (("train", max_train), ("test", max_eval)):
+        examples = read_conll(os.path.join(data_dir, f"{split}.txt"))
+        keep = None
+        if limit and limit < len(examples):
+            keep = np.sort(np.random.default_rng(seed).permutation(len(examples))[:limit])
+        write_conll(examples, os.path.join(out_dir, f"{split}.txt"), keep)
+        result.append(read_conll(os.path.join(out_dir, f"{split}.txt")))
+    return result
+
+
+def run_ours(data_dir, checkpoint, model_dir, args):
+    command = [sys.executable, "-m", "tasks.run_ner", f"--data_dir={data_dir}", f"--init_checkpoint={checkpoint}",
+               f"--model_dir={model_dir}", "--max_seq_length=128", "--train_batch_size=32",
+               f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
+               "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
+               f"--jit_compile={str(args.jit_compile).lower()}", "--checkpoint_steps=100000", "--eval_split=test"]
+    if args.mixed_precision:
+        command.append(f"--mixed_precision={args.mixed_precision}")
+    print("ours:", " ".join(command), flush=True)
+    subprocess.run(command, cwd=REPO_ROOT, check=True)
+    with open(os.path.join(model_dir, "eval_results.json")) as f:
+        metrics = json.load(f)
+    with open(os.path.join(model_dir, "train_results.json")) as f:
+        train = json.load(f)
+    return metrics, train["steady_examples_per_second"], train["seconds"]
+
+
+def run_pytorch(train, test, checkpoint, args):
+    """The peer: transformers BertForTokenClassification, a plain PyTorch training loop."""
+    import torch
+    import transformers
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    from official_bert.data.conll import label_names
+
+    torch.manual_seed(args.seed)
+    labels = label_names(train.tags)
+    label_ids = {tag: i for i, tag in enumerate(labels)}
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
+    model = transformers.BertForTokenClassification.from_pretrained(checkpoint, num_labels=len(labels),
+                                                                    attn_implementation="eager")
+
+    def encode(examples, with_labels):
+        features = tokenizer(examples.words, is_split_into_words=True, truncation=True, max_length=128,
+                             padding="max_length", return_tensors="pt")
+        first_pieces, targets = [], []
+        for i, tags in enumerate(examples.tags):
+            word_ids, previous, row, firsts = features.word_ids(i), None, [], {}
+            for position, word in enumerate(word_ids):
+                is_first = word is not None and word != previous
+                row.append(label_ids[tags[word]] if is_first and with_labels else -100)
+                if is_first:
+                    firsts[word] = position
+                previous = word
+            targets.append(row)
+            first_pieces.append(firsts)
+        return features, torch.tensor(targets), first_pieces
+
+    features, targets, _ = encode(train, True)
+    steps_per_epoch = len(train) // 32
+    total_steps = math.ceil(len(train) * args.epochs / 32)
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.learning_rate, eps=1e-8)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
+    model.train()
+    generator = torch.Generator().manual_seed(args.seed)
+    order, step, start, steady_start = torch.empty(0, dtype=torch.long), 0, time.perf_counter(), None
+    while step < total_steps:
+        if step % steps_per_epoch == 0:
+            order = torch.randperm(len(train), generator=generator)
+        batch = order[(step % steps_per_epoch) * 32:(step % steps_per_epoch + 1) * 32]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.mixed_precision == "bfloat16"):
+            out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
+                        token_type_ids=features["token_type_ids"][batch], labels=targets[batch])
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        step += 1
+        if step == 1:
+            steady_start = time.perf_counter()
+        if step % 50 == 0:
+            print(f"pytorch step {step}/{total_steps} loss {out.loss.item():.4f}", flush=True)
+    seconds = time.perf_counter() - start
+    rate = (total_steps - 1) * 32 / (time.perf_counter() - steady_start) if total_steps > 1 else float("nan")
+
+    model.eval()
+    test_features, _, first_pieces = encode(test, False)
+    predictions = []
+    with torch.no_grad():
+        for i in range(0, len(test), 128):
+            logits = model(**{k: v[i:i + 128] for k, v in test_features.items()}).logits
+            predictions.append(logits.float().argmax(-1).numpy())
+    predictions = np.concatenate(predictions)
+    predicted, truncated = [], 0
+    for row, (words, firsts) in enumerate(zip(test.words, first_pieces)):
+        truncated += len(firsts) < len(words)
+        predicted.append([labels[predictions[row, firsts[w]]] if w in firsts else "O" for w in range(len(words))])
+    metrics = {"precision": precision_score(test.tags, predicted), "recall": recall_score(test.tags, predicted),
+               "f1": f1_score(test.tags, predicted), "truncated_sentences": truncated}
+    return metrics, rate, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data_dir", default=os.path.join(SHARED_DATA, "conll2003", "hf-iob2"))
+    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--learning_rate", type=float, default=5e-5)
+    parser.add_argument("--max_train_sentences", type=int, default=None, help="seeded subset of train")
+    parser.add_argument("--max_eval_sentences", type=int, default=None, help="seeded subset of test")
+    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=True)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    args = parser.parse_args()
+
+    work = args.out or tempfile.mkdtemp(prefix="ner_bench_")
+    task_dir = os.path.join(work, "data")
+    train, test = write_task_dir(args.data_dir, task_dir, args.max_train_sentences, args.max_eval_sentences,
+                                 args.seed)
+    model_dir = os.path.join(work, "ours")
+    if os.path.exists(model_dir):
+        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+
+    ours, ours_rate, ours_seconds = run_ours(task_dir, args.checkpoint, model_dir, args)
+    theirs, their_rate, their_seconds = run_pytorch(train, test, args.checkpoint, args)
+
+    print(f"\nCoNLL-2003 NER: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
+          f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "
+          f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']})")
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for key in ("precision", "recall", "f1"):
+        print(f"{'test entity ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
+    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
+    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Word-level tagging examples as packed BERT windows, and window predictions back to word tags.
+
+The design, in three exact steps:
+
+1. Tokenize (`word_pieces`): every distinct word goes once through the in-graph `BertTokenizer` (batched in
+   tf.data), so each word becomes its list of WordPiece ids, exactly the pieces Hugging Face gives it with
+   `is_split_into_words=True`. A word with no pieces (only characters the tokenizer drops) gets `[UNK]`, so
+   every word keeps a position and a prediction.
+2. Window (`build_windows`, NumPy): a sentence is cut into windows of whole words, greedily, each holding at
+   most `seq_length - 2` pieces, packed as `[CLS] pieces [SEP] [PAD]...`. No word is lost or split across
+   windows; a single word of more pieces than a window holds keeps its first ones. The first piece of each
+   word carries the word's label; other pieces, [CLS], [SEP] and padding carry `IGNORE_LABEL` (-100), which
+   the loss skips.
+3. Reassemble (`word_predictions`): the argmax at each word's first piece, put back per sentence in order.
+
+Examples:
+
+>>> pieces = word_pieces(tokenizer, [["EU", "rejects", "German", "call"]])
+>>> windows = build_windows(pieces, seq_length=128, special_ids=tokenizer.get_special_tokens_dict(),
+...                         labels=[[3, 0, 2, 0]])
+>>> logits = model.predict(tagging_dataset(windows, batch_size=64, is_training=False))
+>>> word_predictions(windows, logits)  # [array([3, 0, 2, 0])] once trained
+"""
+
+import dataclasses
+from typing import List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from official_bert.models.token_classifier import IGNORE_LABEL
+
+
+@dataclasses.dataclass
+class TaggingWindows:
+    """Packed windows of word-tagged sentences.
+
+    Args:
+        inputs: the encoder's dict of (windows, seq_length) int32 arrays.
+        labels: (windows, seq_length) int32 label ids, `IGNORE_LABEL` off first pieces; None without labels.
+        word_index: (windows, seq_length) int32: at each word's first piece, the word's index in its
+            sentence; -1 elsewhere.
+        sentence: (windows,) int32: the sentence each window comes from.
+        num_words: (sentences,) int32: words per sentence.
+    """
+
+    inputs: dict
+    labels: Optional[np.ndarray]
+    word_index: np.ndarray
+    sentence: np.ndarray
+    num_words: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.sentence)
+
+
+def word_pieces(tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 1024) -> List[List[List[int]]]:
+    """The WordPiece ids of every word: `[sentence][word] -> [piece ids]` (never empty).
+
+    Args:
+        tokenizer: an `official_bert.text.BertTokenizer`.
+        sentences: the words of each sentence.
+        batch_size: words per tokenizer call.
+    """
+    from official_bert.text.dataset import tokenize_corpus
+
+    vocabulary = sorted({word for words in sentences for word in words})
+    unk = tokenizer.get_special_tokens_dict()["unk_id"]
+    pieces = dict(zip(vocabulary, tokenize_corpus(tokenizer, vocabulary, batch_size))) if vocabulary else {}
+    return [[pieces[word] or [unk] for word in words] for words in sentences]
+
+
+def build_windows(pieces: Sequence[Sequence[Sequence[int]]], seq_length: int, special_ids: dict,
+                  labels: Optional[Sequence[Sequence[int]]] = None) -> TaggingWindows:
+    """Packs sentences of word pieces into windows of whole words (see the module notes).
+
+    Args:
+        pieces: `[sentence][word] -> [piece ids]`, from `word_pieces`.
+        seq_length: packed length, [CLS] and [SEP] included (at least 3).
+        special_ids: `BertTokenizer.get_special_tokens_dict()`.
+        labels: `[sentence][word] -> label id`, or None.
+    Returns: `TaggingWindows`; a sentence without words has no window.
+    """
+    budget = seq_length - 2
+    if budget < 1:
+        raise ValueError(f"seq_length={seq_length} leaves no room for a word piece")
+    cls_id, sep_id, pad_id = (special_ids[k] for k in ("start_of_sequence_id", "end_of_segment_id", "padding_id"))
+    spans = []  # (sentence, first word, end word) of every window
+    for s, words in enumerate(pieces):
+        start, used = 0, 0
+        for w, word in enumerate(words):
+            size = min(len(word), budget)
+            if used + size > budget:
+                spans.append((s, start, w))
+                start, used = w, 0
+            used += size
+        if words:
+            spans.append((s, start, len(words)))
+
+    shape = (len(spans), seq_length)
+    word_ids = np.full(shape, pad_id, np.int32)
+    mask = np.zeros(shape, np.int32)
+    word_index = np.full(shape, -1, np.int32)
+    label_ids = None if labels is None else np.full(shape, IGNORE_LABEL, np.int32)
+    for row, (s, first, end) in enumerate(spans):
+        position = 1
+        word_ids[row, 0] = cls_id
+        for w in range(first, end):
+            word = pieces[s][w][:budget]
+            word_ids[row, position:position + len(word)] = word
+            word_index[row, position] = w
+            if label_ids is not None:
+                label_ids[row, position] = labels[s][w]
+            position += len(word)
+        word_ids[row, position] = sep_id
+        mask[row, :position + 1] = 1
+    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": np.zeros(shape, np.int32)}
+    return TaggingWindows(inputs=inputs, labels=label_ids, word_index=word_index,
+                          sentence=np.array([s for s, _, _ in spans], np.int32).reshape(-1),
+                          num_words=np.array([len(words) for words in pieces], np.int32).reshape(-1))
+
+
+def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool, seed: int = 0) -> tf.data.Dataset:
+    """Batches of `(inputs, labels)` (or `inputs` alone without labels or when not training).
+
+    Args:
+        windows: from `build_windows`.
+        batch_size: batch size.
+        is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
+            forever, and drop the last partial batch so every step has one static shape.
+        seed: shuffle seed.
+    """
+    features = dict(windows.inputs)
+    if is_training:
+        if windows.labels is None:
+            raise ValueError("training needs labeled windows")
+        dataset = tf.data.Dataset.from_tensor_slices((features, windows.labels))
+        dataset = dataset.shuffle(len(windows), seed=seed, reshuffle_each_iteration=True).repeat()
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(features)
+    return dataset.batch(batch_size, drop_remainder=is_training).prefetch(tf.data.AUTOTUNE)
+
+
+def word_predictions(windows: TaggingWindows, logits: np.ndarray) -> List[np.ndarray]:
+    """The predicted label id of every word, per sentence, from the windows' logits.
+
+    Args:
+        windows: from `build_windows`.
+        logits: (windows, seq_length, num_labels), in the windows' order.
+    Returns: one int array of `num_words[s]` label ids per sentence.
+    """
+    if len(logits) != len(windows):
+        raise ValueError(f"{len(logits)} rows of logits for {len(windows)} windows")
+    best = np.argmax(logits, axis=-1)  # (windows, seq_length)
+    predictions = [np.full(n, -1, np.int64) for n in windows.num_words]
+    rows, positions = np.nonzero(windows.word_index >= 0)
+    for row, position in zip(rows, positions):
+        predictions[windows.sentence[row]][windows.word_index[row, position]] = best[row, position]
+    return predictions

@@ -1,0 +1,115 @@
+"""EntityTagger: raw text in, named entities out, with their type and character spans.
+
+Words are the BERT tokenizer's words: the text split on whitespace and punctuation (and around CJK
+characters), as Hugging Face's token-classification pipeline splits it. Each word is tagged from its
+first word piece (the piece that carries the label in training), long texts are windowed exactly as in
+training (`official_bert.data.tagging_dataset`), and entities are read off the tags with conlleval's
+chunk rules (`official_bert.metrics.tagging.get_entities`). Character spans come from the in-graph
+tokenizer's byte offsets, converted to Python string indices of the input: `text[start:end]` is the
+entity.
+
+Examples:
+
+>>> tagger = EntityTagger.from_model_dir("out/ner")
+>>> tagger(["Peter Blackburn flew to Brussels."])
+[[{'type': 'PER', 'start': 0, 'end': 15, 'text': 'Peter Blackburn'},
+  {'type': 'LOC', 'start': 24, 'end': 32, 'text': 'Brussels'}]]
+>>> tagger.tag_words([["EU", "rejects", "German", "call"]])
+[['B-ORG', 'O', 'B-MISC', 'O']]
+"""
+
+import json
+import os
+from typing import List, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces, word_predictions
+from official_bert.metrics.tagging import get_entities
+from official_bert.text.tokenizer import SUFFIX_INDICATOR
+
+
+class EntityTagger:
+    """Tags words and finds entities in raw text with a trained `BertTokenClassifier`.
+
+    Args:
+        model: a `BertTokenClassifier` (logits (batch, seq, num_labels)).
+        tokenizer: the `BertTokenizer` it was trained with.
+        label_names: tag of each label id (IOB2, e.g. from the model_dir's `task.json`).
+        seq_length: window length (the training `max_seq_length`).
+        batch_size: windows per prediction batch.
+    """
+
+    def __init__(self, model, tokenizer, label_names: Sequence[str], seq_length: int = 128, batch_size: int = 64):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.label_names = list(label_names)
+        self.seq_length = seq_length
+        self.batch_size = batch_size
+        vocab = tokenizer.get_vocab()
+        self._is_suffix = np.array([t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in vocab], bool)
+
+    @classmethod
+    def from_model_dir(cls, model_dir: str, batch_size: int = 64) -> "EntityTagger":
+        """Loads a `tasks.run_ner` model_dir (`task.json`, `bert_config.json`, `vocab.txt`, `model.weights.h5`)."""
+        from official_bert.config import BertConfig
+        from official_bert.models.encoder import BertEncoder
+        from official_bert.models.token_classifier import BertTokenClassifier
+        from official_bert.text import BertTokenizer
+
+        with open(os.path.join(model_dir, "task.json"), encoding="utf-8") as f:
+            task = json.load(f)
+        config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
+        model = BertTokenClassifier(BertEncoder(config), len(task["label_names"]))
+        model.load_weights(os.path.join(model_dir, "model.weights.h5"))
+        tokenizer = BertTokenizer(vocab_file=os.path.join(model_dir, "vocab.txt"), lower_case=task["do_lower_case"])
+        return cls(model, tokenizer, task["label_names"], task["max_seq_length"], batch_size)
+
+    def _predict(self, pieces) -> List[List[str]]:
+        windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())
+        if len(windows):
+            logits = self.model.predict(tagging_dataset(windows, self.batch_size, is_training=False), verbose=0)
+        else:
+            logits = np.zeros((0, self.seq_length, len(self.label_names)), np.float32)
+        return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, logits)]
+
+    def tag_words(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
+        """The IOB2 tag of every word of pre-split sentences (e.g. CoNLL's)."""
+        return self._predict(word_pieces(self.tokenizer, sentences))
+
+    def split_words(self, texts: Sequence[str]):
+        """The tokenizer's words of each text: `[text] -> (pieces per word, (start, end) char span per word)`."""
+        if not texts:
+            return []
+        ids, starts, ends = self.tokenizer(tf.constant(list(texts), tf.string), with_offsets=True)
+        result = []
+        for text, row_ids, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+            # byte offset -> character index: character i starts at byte char_starts[i]
+            char_starts = np.cumsum([0] + [len(c.encode("utf-8")) for c in text])
+            pieces, spans = [], []
+            for piece, start, end in zip(row_ids, row_starts, row_ends):
+                if pieces and self._is_suffix[piece]:
+                    pieces[-1].append(piece)
+                    spans[-1][1] = end
+                else:
+                    pieces.append([piece])
+                    spans.append([start, end])
+            spans = [(int(np.searchsorted(char_starts, s)), int(np.searchsorted(char_starts, e))) for s, e in spans]
+            result.append((pieces, spans))
+        return result
+
+    def __call__(self, texts: Sequence[str]) -> List[List[dict]]:
+        """The entities of each text: dicts of `type`, `start`, `end` (character indices) and `text`."""
+        if isinstance(texts, str):
+            raise TypeError("pass a list of texts")
+        split = self.split_words(texts)
+        tags = self._predict([pieces for pieces, _ in split])
+        entities = []
+        for text, (_, spans), text_tags in zip(texts, split, tags):
+            found = []
+            for type_, first, last in get_entities(text_tags):
+                start, end = spans[first][0], spans[last][1]
+                found.append({"type": type_, "start": start, "end": end, "text": text[start:end]})
+            entities.append(found)
+        return entities

@@ -1,0 +1,74 @@
+"""BertTokenClassifier: dropout + dense on every token of the sequence output (NER, tagging)."""
+
+import keras
+
+from official_bert.checkpoints.weight_map import classifier_head_specs, encoder_specs
+
+# Label id of positions the loss and the metrics skip: [CLS], [SEP], padding and non-first word pieces.
+IGNORE_LABEL = -100
+
+
+def token_classification_loss():
+    """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertTokenClassifier(keras.Model):
+    """Labels every token of a packed sequence from the encoder's `sequence_output`.
+
+    Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
+    Output: logits (batch, seq, num_labels) in float32. Train with `token_classification_loss()`, which skips
+    positions labeled `IGNORE_LABEL` (-100).
+
+    The head is Hugging Face `BertForTokenClassification`'s (`classifier.weight` / `.bias`); load such a
+    checkpoint, or a plain encoder one, with
+    `checkpoints.load_task_weights(model.encoder, model.head_specs(), path, optional_pooler=True)`
+    (HF's token classifiers are saved without a pooler).
+
+    Args:
+        encoder: a `BertEncoder`.
+        num_labels: number of tags.
+        dropout_rate: dropout before the dense layer (default: the encoder's `hidden_dropout_prob`).
+
+    Examples:
+    ```python
+    encoder, config = official_bert.checkpoints.load_encoder("all-MiniLM-L6-v2")
+    tagger = BertTokenClassifier(encoder, num_labels=9)
+    logits = tagger(packed_inputs)  # (batch, seq, 9)
+    ```
+    """
+
+    def __init__(self, encoder, num_labels, dropout_rate=None, **kwargs):
+        if isinstance(encoder, dict):
+            encoder = keras.saving.deserialize_keras_object(encoder)
+        config = encoder.config
+        dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
+        sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        head = keras.layers.Dense(
+            num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
+        logits = head(dropout(sequence))  # (batch, seq, num_labels)
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.encoder = encoder
+        self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
+        self.head = head
+
+    def head_specs(self):
+        """Weight specs of the head: HF `classifier.*`, Google `output_weights` [labels, hidden] / `output_bias`."""
+        return classifier_head_specs(self.head)
+
+    def checkpoint_specs(self):
+        """Weight specs of the encoder and the head."""
+        return encoder_specs(self.encoder) + self.head_specs()
+
+    def get_config(self):
+        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_labels": self.num_labels,
+                "dropout_rate": self.dropout_rate, "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

@@ -1,0 +1,107 @@
+"""tasks.run_ner end to end through the CLI with a tiny model on a few hundred CoNLL-2003 sentences."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from official_bert import BertConfig, BertEncoder
+from official_bert.checkpoints import save_encoder
+from official_bert.data.conll import read_conll
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
+
+
+@pytest.fixture(scope="module")
+def tiny_ner_checkpoint(shared_data, tmp_path_factory):
+    """A randomly initialised 2-layer BERT with the real uncased vocab, as a Hugging Face directory."""
+    path = tmp_path_factory.mktemp("tiny_bert_ner")
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64)
+    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
+    return path
+
+
+def _head(source, target, sentences):
+    """The first `sentences` sentences of a CoNLL file (its -DOCSTART- lines kept)."""
+    lines, seen = [], 0
+    for line in source.read_text().splitlines():
+        lines.append(line)
+        if not line.strip() and lines[-2:-1] and lines[-2].strip() and not lines[-2].startswith("-DOCSTART-"):
+            seen += 1
+            if seen == sentences:
+                break
+    target.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def small_conll(shared_data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("conll")
+    for layout, files in (("hf-iob2", ("train.txt", "test.txt")), ("original-iob1", ("eng.train", "eng.testb"))):
+        (root / layout).mkdir()
+        for name, count in zip(files, (300, 120)):
+            _head(shared_data / "conll2003" / layout / name, root / layout / name, count)
+    return root
+
+
+def _run(*args, check=True):
+    result = subprocess.run([sys.executable, "-m", "tasks.run_ner", "--max_seq_length=24", "--train_batch_size=16",
+                             "--eval_batch_size=128", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=600)
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_ner_checkpoint, tmp_path):
+    model_dir = tmp_path / "ner"
+    texts = tmp_path / "texts.txt"
+    texts.write_text("Peter Blackburn flew to Brussels.\nNo entities here\n")
+    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_ner_checkpoint}",
+                  f"--model_dir={model_dir}", "--num_train_steps=4", "--do_predict",
+                  f"--predict_text_file={texts}")
+    assert "eval results (test):" in result.stdout
+    task = json.loads((model_dir / "task.json").read_text())
+    assert task["label_names"] == LABELS and task["max_seq_length"] == 24 and task["task"] == "ner"
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    test = read_conll(str(small_conll / "hf-iob2" / "test.txt"))
+    assert results["num_sentences"] == len(test) == 120 and results["split"] == "test"
+    assert results["num_true"] == sum(s["support"] for t, s in results["per_type"].items())
+    assert 0.0 <= results["f1"] <= 1.0
+    train = json.loads((model_dir / "train_results.json").read_text())
+    assert train["steps"] == 4
+    for name in ("bert_config.json", "vocab.txt", "model.weights.h5", "encoder/model.safetensors"):
+        assert (model_dir / name).is_file(), name
+
+    # predictions: one "word gold predicted" line per word (every word of windowed sentences too)
+    blocks = (model_dir / "predictions" / "test.txt").read_text().split("\n\n")
+    rows = [[line.split(" ") for line in block.splitlines()] for block in blocks if block.strip()]
+    assert [[r[0] for r in block] for block in rows] == test.words
+    assert [[r[1] for r in block] for block in rows] == test.tags
+    assert {r[2] for block in rows for r in block} <= set(LABELS)
+    lines = (model_dir / "predictions" / "texts.jsonl").read_text().splitlines()
+    assert [json.loads(line)["text"] for line in lines] == ["Peter Blackburn flew to Brussels.", "No entities here"]
+    for line in lines:
+        record = json.loads(line)
+        for entity in record["entities"]:
+            assert record["text"][entity["start"]:entity["end"]] == entity["text"]
+            assert entity["type"] in {"LOC", "MISC", "ORG", "PER"}
+
+    # Evaluation only, on the IOB1 copy: converted tags equal the IOB2 file, so the same scores.
+    _run(f"--data_dir={small_conll / 'original-iob1'}", "--tag_scheme=iob1", f"--init_checkpoint={model_dir}",
+         f"--model_dir={model_dir}", "--do_train=false")
+    assert json.loads((model_dir / "eval_results.json").read_text()) == results
+
+
+def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(small_conll, tiny_ner_checkpoint, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.txt").write_text((small_conll / "hf-iob2" / "train.txt").read_text())
+    (data / "test.txt").write_text("EU B-ORG\nrejects O\n\nParis B-GPE\n")
+    result = _run(f"--data_dir={data}", f"--init_checkpoint={tiny_ner_checkpoint}", f"--model_dir={tmp_path / 'm'}",
+                  "--num_train_steps=1", check=False)
+    assert result.returncode != 0
+    assert f"{data / 'test.txt'}:4: tag 'B-GPE' is not in the label set" in result.stderr
