@@ -17,14 +17,14 @@ step, which compiles, left out) for both, and the ratios.
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
+
+from benchmarks.pytorch_loop import train_pytorch
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -104,35 +104,8 @@ def run_pytorch(train, test, checkpoint, args):
         return features, torch.tensor(targets), first_pieces
 
     features, targets, _ = encode(train, True)
-    steps_per_epoch = len(train) // 32
-    total_steps = math.ceil(len(train) * args.epochs / 32)
-    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=args.learning_rate, eps=1e-8)
-    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
-    model.train()
-    generator = torch.Generator().manual_seed(args.seed)
-    order, step, start, steady_start = torch.empty(0, dtype=torch.long), 0, time.perf_counter(), None
-    while step < total_steps:
-        if step % steps_per_epoch == 0:
-            order = torch.randperm(len(train), generator=generator)
-        batch = order[(step % steps_per_epoch) * 32:(step % steps_per_epoch + 1) * 32]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.mixed_precision == "bfloat16"):
-            out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
-                        token_type_ids=features["token_type_ids"][batch], labels=targets[batch])
-        out.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad()
-        step += 1
-        if step == 1:
-            steady_start = time.perf_counter()
-        if step % 50 == 0:
-            print(f"pytorch step {step}/{total_steps} loss {out.loss.item():.4f}", flush=True)
-    seconds = time.perf_counter() - start
-    rate = (total_steps - 1) * 32 / (time.perf_counter() - steady_start) if total_steps > 1 else float("nan")
+    seconds, rate = train_pytorch(model, features, targets, len(train), args.epochs, args.learning_rate, args.seed,
+                                  bfloat16=args.mixed_precision == "bfloat16", log_every=50)
 
     model.eval()
     test_features, _, first_pieces = encode(test, False)

@@ -35,3 +35,16 @@ def tiny_config():
 
     return BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                       intermediate_size=64, max_position_embeddings=40, type_vocab_size=2)
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(shared_data, tmp_path_factory):
+    """A randomly initialised 2-layer BERT with the real uncased vocab, as a Hugging Face directory (for CLI runs)."""
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.checkpoints import save_encoder
+
+    path = tmp_path_factory.mktemp("tiny_bert")
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64)
+    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
+    return path

@@ -9,22 +9,9 @@ import time
 
 import h5py
 import numpy as np
-import pytest
 
-from official_bert import BertConfig, BertEncoder
-from official_bert.checkpoints import save_encoder
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def tiny_checkpoint(shared_data, tmp_path_factory):
-    """A randomly initialised 2-layer BERT with the real uncased vocab, as a Hugging Face directory."""
-    path = tmp_path_factory.mktemp("tiny_bert")
-    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                        max_position_embeddings=64)
-    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
-    return path
 
 
 def _command(shared_data, checkpoint, model_dir, *extra):

@@ -7,22 +7,10 @@ import sys
 
 import pytest
 
-from official_bert import BertConfig, BertEncoder
-from official_bert.checkpoints import save_encoder
 from official_bert.data.conll import read_conll
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
-
-
-@pytest.fixture(scope="module")
-def tiny_ner_checkpoint(shared_data, tmp_path_factory):
-    """A randomly initialised 2-layer BERT with the real uncased vocab, as a Hugging Face directory."""
-    path = tmp_path_factory.mktemp("tiny_bert_ner")
-    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                        max_position_embeddings=64)
-    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
-    return path
 
 
 def _head(source, target, sentences):
@@ -56,11 +44,11 @@ def _run(*args, check=True):
     return result
 
 
-def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_ner_checkpoint, tmp_path):
+def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_checkpoint, tmp_path):
     model_dir = tmp_path / "ner"
     texts = tmp_path / "texts.txt"
     texts.write_text("Peter Blackburn flew to Brussels.\nNo entities here\n")
-    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_ner_checkpoint}",
+    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
                   f"--model_dir={model_dir}", "--num_train_steps=4", "--do_predict",
                   f"--predict_text_file={texts}")
     assert "eval results (test):" in result.stdout
@@ -96,12 +84,12 @@ def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_ner_checkp
     assert json.loads((model_dir / "eval_results.json").read_text()) == results
 
 
-def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(small_conll, tiny_ner_checkpoint, tmp_path):
+def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(small_conll, tiny_checkpoint, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.txt").write_text((small_conll / "hf-iob2" / "train.txt").read_text())
     (data / "test.txt").write_text("EU B-ORG\nrejects O\n\nParis B-GPE\n")
-    result = _run(f"--data_dir={data}", f"--init_checkpoint={tiny_ner_checkpoint}", f"--model_dir={tmp_path / 'm'}",
+    result = _run(f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={tmp_path / 'm'}",
                   "--num_train_steps=1", check=False)
     assert result.returncode != 0
     assert f"{data / 'test.txt'}:4: tag 'B-GPE' is not in the label set" in result.stderr

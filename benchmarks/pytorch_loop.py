@@ -1,0 +1,53 @@
+"""The peer's training loop for the fine-tuning benchmarks: plain PyTorch with the recipe ours uses."""
+
+import math
+import time
+
+
+def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, seed, bfloat16=False,
+                  batch_size=32, log_every=20):
+    """Fine-tunes a transformers model in place: AdamW (weight decay 0.01 except biases and LayerNorm,
+    epsilon 1e-8), 10% linear warmup then linear decay, global-norm clipping at 1.0, a fresh seeded order
+    every epoch.
+
+    Args:
+        model: a transformers `BertFor...` model.
+        features: dict of (num_examples, seq) tensors `input_ids`, `attention_mask`, `token_type_ids`.
+        labels: (num_examples, ...) tensor of labels.
+        num_examples, epochs, learning_rate, seed: the recipe.
+        bfloat16: autocast the forward pass to bfloat16.
+    Returns: `(wall seconds, steady examples/second)`; the first step is left out of the rate.
+    """
+    import torch
+    import transformers
+
+    steps_per_epoch = num_examples // batch_size
+    total_steps = math.ceil(num_examples * epochs / batch_size)
+    no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+    decay = [p for n, p in model.named_parameters() if not (n.endswith("bias") or "LayerNorm" in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=learning_rate, eps=1e-8)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
+    model.train()
+    generator = torch.Generator().manual_seed(seed)
+    order, step, start, steady_start = None, 0, time.perf_counter(), None
+    while step < total_steps:
+        if step % steps_per_epoch == 0:
+            order = torch.randperm(num_examples, generator=generator)
+        batch = order[(step % steps_per_epoch) * batch_size:(step % steps_per_epoch + 1) * batch_size]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
+            out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
+                        token_type_ids=features["token_type_ids"][batch], labels=labels[batch])
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        step += 1
+        if step == 1:
+            steady_start = time.perf_counter()
+        if step % log_every == 0:
+            print(f"pytorch step {step}/{total_steps} loss {out.loss.item():.4f}", flush=True)
+    seconds = time.perf_counter() - start
+    rate = (total_steps - 1) * batch_size / (time.perf_counter() - steady_start) if total_steps > 1 else float("nan")
+    return seconds, rate
