@@ -12,14 +12,12 @@ which compiles, left out) for both, and the ratios.
 """
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
+from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,20 +41,8 @@ def write_task_dir(task, data_dir, out_dir, max_train_examples, seed):
 
 
 def run_ours(task, data_dir, checkpoint, model_dir, args):
-    command = [sys.executable, "-m", "tasks.run_classifier", f"--task={task}", f"--data_dir={data_dir}",
-               f"--init_checkpoint={checkpoint}", f"--model_dir={model_dir}", "--max_seq_length=128",
-               "--train_batch_size=32", f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
-               "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
-               f"--jit_compile={str(args.jit_compile).lower()}", "--checkpoint_steps=100000"]
-    if args.mixed_precision:
-        command.append(f"--mixed_precision={args.mixed_precision}")
-    print("ours:", " ".join(command), flush=True)
-    subprocess.run(command, cwd=REPO_ROOT, check=True)
-    with open(os.path.join(model_dir, "eval_results.json")) as f:
-        metrics = json.load(f)
-    with open(os.path.join(model_dir, "train_results.json")) as f:
-        train = json.load(f)
-    return metrics, train["steady_examples_per_second"], train["seconds"]
+    flags = [f"--task={task}", f"--data_dir={data_dir}", f"--init_checkpoint={checkpoint}"]
+    return run_our_cli("tasks.run_classifier", flags, model_dir, args)
 
 
 def run_pytorch(task, data_dir, checkpoint, args):

@@ -16,14 +16,12 @@ step, which compiles, left out) for both, and the ratios.
 """
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
+from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,20 +54,8 @@ def write_task_dir(data_dir, out_dir, max_train, max_eval, seed):
 
 
 def run_ours(data_dir, checkpoint, model_dir, args):
-    command = [sys.executable, "-m", "tasks.run_ner", f"--data_dir={data_dir}", f"--init_checkpoint={checkpoint}",
-               f"--model_dir={model_dir}", "--max_seq_length=128", "--train_batch_size=32",
-               f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
-               "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
-               f"--jit_compile={str(args.jit_compile).lower()}", "--checkpoint_steps=100000", "--eval_split=test"]
-    if args.mixed_precision:
-        command.append(f"--mixed_precision={args.mixed_precision}")
-    print("ours:", " ".join(command), flush=True)
-    subprocess.run(command, cwd=REPO_ROOT, check=True)
-    with open(os.path.join(model_dir, "eval_results.json")) as f:
-        metrics = json.load(f)
-    with open(os.path.join(model_dir, "train_results.json")) as f:
-        train = json.load(f)
-    return metrics, train["steady_examples_per_second"], train["seconds"]
+    flags = [f"--data_dir={data_dir}", f"--init_checkpoint={checkpoint}", "--eval_split=test"]
+    return run_our_cli("tasks.run_ner", flags, model_dir, args)
 
 
 def run_pytorch(train, test, checkpoint, args):
