@@ -90,7 +90,8 @@ def main():
     parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--max_train_examples", type=int, default=None, help="seeded subset of train")
     parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
-    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=True)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
+                        help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()

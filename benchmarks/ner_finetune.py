@@ -119,7 +119,8 @@ def main():
     parser.add_argument("--max_train_sentences", type=int, default=None, help="seeded subset of train")
     parser.add_argument("--max_eval_sentences", type=int, default=None, help="seeded subset of test")
     parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
-    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=True)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
+                        help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()

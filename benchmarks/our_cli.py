@@ -21,7 +21,9 @@ def run_our_cli(module, flags, model_dir, args):
     command = [sys.executable, "-m", module, *flags, f"--model_dir={model_dir}", "--max_seq_length=128",
                "--train_batch_size=32", f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
                "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
-               f"--jit_compile={str(args.jit_compile).lower()}", "--checkpoint_steps=100000"]
+               "--checkpoint_steps=100000"]
+    if args.jit_compile is not None:
+        command.append(f"--jit_compile={str(args.jit_compile).lower()}")
     if args.mixed_precision:
         command.append(f"--mixed_precision={args.mixed_precision}")
     print("ours:", " ".join(command), flush=True)

@@ -26,7 +26,8 @@ def define_common_flags(default_seq_length=128, default_learning_rate=5e-5):
     flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm and biases).")
     flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer.")
     flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
-    flags.DEFINE_boolean("jit_compile", True, "Compile the train and predict steps with XLA.")
+    flags.DEFINE_boolean("jit_compile", None, "Compile the train and predict steps with XLA; default: on GPU/TPU "
+                         "only (on CPU XLA is slower, see benchmarks/run.py).")
     flags.DEFINE_enum("mixed_precision", None, ["float16", "bfloat16"], "Mixed-precision compute dtype.")
     flags.DEFINE_enum("distribution_strategy", "one_device",
                       ["one_device", "mirrored", "multi_worker_mirrored", "tpu"], "tf.distribute strategy.")
@@ -36,6 +37,13 @@ def define_common_flags(default_seq_length=128, default_learning_rate=5e-5):
     flags.DEFINE_boolean("do_train", True, "Train.")
     flags.DEFINE_boolean("do_eval", True, "Evaluate on the dev split(s).")
     flags.DEFINE_boolean("do_predict", False, "Write predictions for the test split(s).")
+
+
+def jit_compile():
+    """--jit_compile, or without it the device's default (`training.default_jit_compile`)."""
+    from official_bert.training import default_jit_compile
+
+    return default_jit_compile() if FLAGS.jit_compile is None else FLAGS.jit_compile
 
 
 def resolve_init_checkpoint(path):

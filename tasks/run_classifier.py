@@ -131,7 +131,7 @@ def main(_):
                                          FLAGS.weight_decay, FLAGS.adam_epsilon)
         else:
             optimizer = "adam"  # unused: compile only to predict
-        model.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=FLAGS.jit_compile)
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=common.jit_compile())
 
     if FLAGS.do_train:
         def make_dataset(skip_batches):

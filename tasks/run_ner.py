@@ -127,7 +127,7 @@ def main(_):
                                          FLAGS.weight_decay, FLAGS.adam_epsilon)
         else:
             optimizer = "adam"  # unused: compile only to predict
-        model.compile(optimizer=optimizer, loss=token_classification_loss(), jit_compile=FLAGS.jit_compile)
+        model.compile(optimizer=optimizer, loss=token_classification_loss(), jit_compile=common.jit_compile())
 
     if FLAGS.do_train:
         def make_dataset(skip_batches):

@@ -1,5 +1,7 @@
 """Training core: optimizer schedule and decay exclusions, exact resume after an interruption."""
 
+import logging
+
 import keras
 import numpy as np
 import pytest
@@ -36,7 +38,7 @@ def test_unknown_settings_are_rejected():
         set_mixed_precision("int8")
 
 
-def _run(tiny_config, model_dir, total_steps):
+def _run(tiny_config, model_dir, total_steps, verbose=0):
     rng = np.random.default_rng(0)
     ids = rng.integers(1, tiny_config.vocab_size, (48, 10)).astype("int32")
     labels = rng.integers(0, 2, 48).astype("int32")
@@ -50,7 +52,7 @@ def _run(tiny_config, model_dir, total_steps):
     model = BertClassifier(BertEncoder(tiny_config), 2)
     model.compile(optimizer=create_optimizer(1e-3, 10, 2),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
-    fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=0)
+    fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose)
     return model
 
 
@@ -64,3 +66,11 @@ def test_interrupted_run_resumes_to_the_same_weights(tiny_config, tmp_path):
     # A finished run restarted does nothing more.
     again = _run(tiny_config, tmp_path / "resumed", 10)
     assert int(again.optimizer.iterations.numpy()) == 10
+
+
+def test_progress_is_logged_as_lines_when_output_is_not_a_terminal(tiny_config, tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="official_bert.training"):
+        _run(tiny_config, tmp_path / "run", 25, verbose=1)  # pytest's captured stdout is not a terminal
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert [line.split()[1] for line in lines] == ["20/25", "25/25"]
+    assert all("loss" in line for line in lines)

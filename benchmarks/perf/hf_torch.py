@@ -1,0 +1,80 @@
+"""The Hugging Face transformers (PyTorch, CPU) peer of the performance suite."""
+
+import os
+
+from benchmarks.perf.inputs import packed_inputs
+from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE
+from benchmarks.perf.timing import measure
+
+_PRECISION = {"value": "fp32"}
+
+
+def setup(precision):
+    import torch
+
+    torch.set_num_threads(len(os.sched_getaffinity(0)))
+    _PRECISION["value"] = precision
+
+
+def _config(shape):
+    import transformers
+
+    layers, hidden, heads, intermediate = SHAPES[shape]
+    return transformers.BertConfig(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
+                                   num_attention_heads=heads, intermediate_size=intermediate, num_labels=2)
+
+
+def _feed(batch_size, seq_length):
+    import torch
+
+    ids, mask, types, labels = packed_inputs(batch_size, seq_length)
+    return ({"input_ids": torch.from_numpy(ids).long(), "attention_mask": torch.from_numpy(mask).long(),
+             "token_type_ids": torch.from_numpy(types).long()}, torch.from_numpy(labels).long())
+
+
+def _autocast():
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=_PRECISION["value"] == "bf16")
+
+
+def inference(shape, batch_sizes, seq_length, repeats, jit_compile=None):
+    """`BertModel` (its default attention, SDPA) under `torch.inference_mode`, bf16 by autocast."""
+    import torch
+    import transformers
+
+    model = transformers.BertModel(_config(shape)).eval()
+
+    for batch_size in batch_sizes:
+        inputs, _ = _feed(batch_size, seq_length)
+
+        def forward():
+            with torch.inference_mode(), _autocast():
+                out = model(**inputs)
+                return out.last_hidden_state.float().numpy(), out.pooler_output.float().numpy()
+
+        yield {"batch_size": batch_size, **measure(forward, repeats)}
+
+
+def train(shape, batch_size, seq_length, steps, jit_compile=None):
+    """`BertForSequenceClassification` with torch AdamW, clipping and a linear warmup schedule."""
+    import torch
+    import transformers
+
+    model = transformers.BertForSequenceClassification(_config(shape)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, 1_000, 10_000)
+    inputs, labels = _feed(batch_size, seq_length)
+    losses = []
+
+    def step():
+        with _autocast():
+            loss = model(**inputs, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+
+    return {"batch_size": batch_size, "final_loss": losses[-1] if losses else None, **measure(step, steps)}

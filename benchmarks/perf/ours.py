@@ -1,0 +1,100 @@
+"""Our side of the performance suite: `BertEncoder` inference and `BertClassifier` training steps."""
+
+import numpy as np
+
+from benchmarks.perf.inputs import packed_inputs
+from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE
+from benchmarks.perf.timing import measure
+
+
+def setup(precision):
+    """Sets the Keras policy before any model is built ("fp32" or "bf16")."""
+    from official_bert import training
+
+    training.set_mixed_precision("bfloat16" if precision == "bf16" else None)
+
+
+def _config(shape):
+    from official_bert import BertConfig
+
+    layers, hidden, heads, intermediate = SHAPES[shape]
+    return BertConfig(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                      intermediate_size=intermediate)
+
+
+def _feed(batch_size, seq_length):
+    import tensorflow as tf
+
+    ids, mask, types, labels = packed_inputs(batch_size, seq_length)
+    inputs = {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(mask), "input_type_ids": tf.constant(types)}
+    return inputs, tf.constant(labels)
+
+
+def inference(shape, batch_sizes, seq_length, repeats, jit_compile):
+    """Yields one result dict per batch size: seconds per forward pass of `sequence_output` + `pooled_output`."""
+    import tensorflow as tf
+
+    from official_bert import BertEncoder
+    from official_bert.training import default_jit_compile
+
+    jit = default_jit_compile() if jit_compile is None else jit_compile
+    encoder = BertEncoder(_config(shape))
+    forward = tf.function(lambda x: encoder(x, training=False), jit_compile=jit, reduce_retracing=True)
+    for batch_size in batch_sizes:
+        inputs, _ = _feed(batch_size, seq_length)
+        timing = measure(lambda: [v.numpy() for k, v in forward(inputs).items() if k != "encoder_outputs"], repeats)
+        yield {"batch_size": batch_size, "jit_compile": jit, **timing}
+
+
+def train(shape, batch_size, seq_length, steps, jit_compile):
+    """Seconds per optimizer step of sequence-pair classification (AdamW, clipping, warmup schedule)."""
+    from official_bert import BertEncoder
+    from official_bert.models import BertClassifier
+    from official_bert.optimization import create_optimizer
+    from official_bert.training import default_jit_compile
+
+    import keras
+
+    jit = default_jit_compile() if jit_compile is None else jit_compile
+    model = BertClassifier(BertEncoder(_config(shape)), num_classes=2)
+    model.compile(optimizer=create_optimizer(2e-5, 10_000, 1_000),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    inputs, labels = _feed(batch_size, seq_length)
+    losses = []
+    timing = measure(lambda: losses.append(float(np.asarray(model.train_on_batch(inputs, labels)).reshape(-1)[0])), steps)
+    return {"batch_size": batch_size, "jit_compile": jit, "final_loss": losses[-1], **timing}
+
+
+def _rss_mib(field):
+    with open("/proc/self/status", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_compile):
+    """Resident memory (MiB) after each epoch of `Model.fit` on a repeating tf.data stream, and the peak."""
+    import keras
+    import tensorflow as tf
+
+    from official_bert import BertEncoder
+    from official_bert.models import BertClassifier
+    from official_bert.optimization import create_optimizer
+    from official_bert.training import default_jit_compile
+
+    jit = default_jit_compile() if jit_compile is None else jit_compile
+    model = BertClassifier(BertEncoder(_config(shape)), num_classes=2)
+    model.compile(optimizer=create_optimizer(2e-5, 10_000, 1_000),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
+    inputs, labels = _feed(batch_size, seq_length)
+    dataset = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
+    after_epoch = []
+
+    class RecordMemory(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            after_epoch.append(round(_rss_mib("VmRSS"), 1))
+
+    model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=[RecordMemory()], verbose=0)
+    return {"batch_size": batch_size, "jit_compile": jit, "rss_after_epoch_mib": after_epoch,
+            "peak_rss_mib": round(_rss_mib("VmHWM"), 1)}

@@ -1,0 +1,56 @@
+"""One peer, one precision, in its own process (thread pools and Keras policies stay apart).
+
+    python -m benchmarks.perf.worker --peer=ours --precision=fp32 --suite=inference --shapes=minilm,base
+
+Prints one `RESULT {json}` line per measured case.
+"""
+
+import argparse
+import importlib
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+PEERS = {"ours": "benchmarks.perf.ours", "hf_torch": "benchmarks.perf.hf_torch",
+         "keras_hub": "benchmarks.perf.keras_hub_peer"}
+
+
+def _emit(result):
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--peer", choices=sorted(PEERS), required=True)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
+    parser.add_argument("--suite", choices=["inference", "train", "memory"], required=True)
+    parser.add_argument("--shapes", default="minilm,base")
+    parser.add_argument("--batch_sizes", default="1,8,32")
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--epochs", type=int, default=3, help="memory suite: epochs")
+    parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto")
+    args = parser.parse_args()
+
+    peer = importlib.import_module(PEERS[args.peer])
+    peer.setup(args.precision)
+    jit = None if args.jit_compile == "auto" else args.jit_compile == "true"
+    common = {"peer": args.peer, "precision": args.precision, "suite": args.suite, "seq_length": args.seq_length}
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    for shape in args.shapes.split(","):
+        if args.suite == "inference":
+            for result in peer.inference(shape, batch_sizes, args.seq_length, args.repeats, jit):
+                _emit({**common, "shape": shape, **result})
+        elif args.suite == "train":
+            for batch_size in batch_sizes:
+                _emit({**common, "shape": shape, **peer.train(shape, batch_size, args.seq_length, args.repeats, jit)})
+        else:
+            for batch_size in batch_sizes:
+                _emit({**common, "shape": shape, **peer.train_memory(shape, batch_size, args.seq_length, args.epochs,
+                                                                     args.repeats, jit)})
+
+
+if __name__ == "__main__":
+    main()

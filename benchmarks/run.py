@@ -1,0 +1,120 @@
+"""The performance suite: ours against Hugging Face transformers (PyTorch) and keras-hub, one machine, one run.
+
+    python -m benchmarks.run                                  # inference + train, MiniLM and BERT-Base, fp32 + bf16
+    python -m benchmarks.run --suite=inference --shapes=minilm --precisions=fp32
+    python -m benchmarks.run --suite=memory --shapes=base     # RSS of BERT-Base fine-tuning, per epoch
+
+Every peer and precision runs in its own process (`benchmarks.perf.worker`), one after the other, on the
+same synthetic full-length sequences (seq 128 by default). Each figure is the median of --repeats timed runs
+after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward pass of the encoder
+(sequence and pooled outputs fetched to host). Train: one optimizer step of sequence-pair classification
+(AdamW, global-norm clipping). "ours/best" divides our rate by the fastest peer's. GFLOP/s counts the
+encoder's matmul FLOPs (benchmarks/perf/shapes.py); % peak is against the fp32 peak printed at the top.
+Results also go to --out as JSON.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+
+from benchmarks.perf.shapes import encoder_forward_flops, machine_peak
+
+PEER_ORDER = ("ours", "hf_torch", "keras_hub")
+PEER_TITLES = {"ours": "ours", "hf_torch": "HF torch", "keras_hub": "keras-hub"}
+
+
+def run_worker(peer, precision, suite, args):
+    command = [sys.executable, "-m", "benchmarks.perf.worker", f"--peer={peer}", f"--precision={precision}",
+               f"--suite={suite}", f"--shapes={args.shapes}", f"--seq_length={args.seq_length}",
+               f"--jit_compile={args.jit_compile}"]
+    if suite == "inference":
+        command += [f"--batch_sizes={args.batch_sizes}", f"--repeats={args.repeats}"]
+    elif suite == "train":
+        command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}"]
+    else:
+        command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}",
+                    f"--epochs={args.epochs}"]
+    print("running:", " ".join(command[2:]), file=sys.stderr, flush=True)
+    process = subprocess.run(command, capture_output=True, text=True)
+    if process.returncode != 0:
+        print(process.stderr[-3000:], file=sys.stderr)
+        raise RuntimeError(f"{peer} {precision} {suite} failed (exit {process.returncode})")
+    return [json.loads(line[len("RESULT "):]) for line in process.stdout.splitlines() if line.startswith("RESULT ")]
+
+
+def _cell(result):
+    if result is None:
+        return f"{'-':>17s}"
+    rate = result["batch_size"] / result["median_s"]
+    spread = (result["max_s"] - result["min_s"]) / result["median_s"]
+    return f"{rate:10.2f} ±{spread * 100:4.1f}%"
+
+
+def print_speed_table(results, suite, seq_length, peak):
+    multiplier = 1 if suite == "inference" else 3
+    keys = sorted({(r["shape"], r["precision"], r["batch_size"]) for r in results if r["suite"] == suite},
+                  key=lambda k: (k[0] != "minilm", k[1], k[2]))
+    if not keys:
+        return
+    unit = "sequences/s" if suite == "inference" else "training examples/s"
+    print(f"\n{suite} ({unit}, seq {seq_length}; median ± spread)")
+    header = f"{'shape':8s}{'prec':6s}{'batch':>6s}" + "".join(f"{PEER_TITLES[p]:>18s}" for p in PEER_ORDER)
+    print(header + f"{'ours/best':>11s}{'ours GFLOP/s':>14s}{'% peak':>8s}")
+    for shape, precision, batch in keys:
+        row = {r["peer"]: r for r in results if r["suite"] == suite and
+               (r["shape"], r["precision"], r["batch_size"]) == (shape, precision, batch)}
+        line = f"{shape:8s}{precision:6s}{batch:6d}" + "".join(_cell(row.get(p)) + " " for p in PEER_ORDER)
+        ours = row.get("ours")
+        peers = [batch / row[p]["median_s"] for p in PEER_ORDER[1:] if p in row]
+        if ours:
+            rate = batch / ours["median_s"]
+            gflops = rate * multiplier * encoder_forward_flops(shape, seq_length) / 1e9
+            ratio = f"{rate / max(peers):10.2f}x" if peers else f"{'-':>11s}"
+            line += f"{ratio}{gflops:14.1f}{gflops / peak * 100:7.1f}%"
+        print(line)
+
+
+def print_memory(results):
+    for r in results:
+        if r["suite"] == "memory":
+            print(f"\nmemory: {r['peer']} {r['shape']} {r['precision']} fine-tuning, batch {r['batch_size']}, "
+                  f"seq {r['seq_length']}: RSS after each epoch {r['rss_after_epoch_mib']} MiB, "
+                  f"peak {r['peak_rss_mib']} MiB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite", default="inference,train", help="comma list of inference, train, memory")
+    parser.add_argument("--peers", default=",".join(PEER_ORDER))
+    parser.add_argument("--shapes", default="minilm,base")
+    parser.add_argument("--precisions", default="fp32,bf16")
+    parser.add_argument("--batch_sizes", default="1,8,32", help="inference batch sizes")
+    parser.add_argument("--train_batch_size", type=int, default=32)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5, help="timed inference runs per case")
+    parser.add_argument("--train_steps", type=int, default=4, help="timed training steps per case (memory: per epoch)")
+    parser.add_argument("--epochs", type=int, default=3, help="memory suite epochs")
+    parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto",
+                        help="ours: auto = the library default for this device")
+    parser.add_argument("--out", default=None, help="write all results as JSON here")
+    args = parser.parse_args()
+
+    peak, peak_note = machine_peak()
+    print(f"machine peak: {peak_note}")
+    results = []
+    for suite in args.suite.split(","):
+        peers = ["ours"] if suite == "memory" else args.peers.split(",")
+        for precision in args.precisions.split(","):
+            for peer in peers:
+                results += run_worker(peer, precision, suite, args)
+    for suite in ("inference", "train"):
+        print_speed_table(results, suite, args.seq_length, peak)
+    print_memory(results)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            json.dump({"peak_gflops": peak, "peak_note": peak_note, "results": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
