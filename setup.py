@@ -25,6 +25,7 @@ TEST_REQUIRES = [
     "scipy>=1.13",
     "seqeval==1.2.2",
     "ai-edge-litert>=2.0",
+    "nlp==0.4.0",  # ships the official SQuAD evaluate-v1.1.py / evaluate-v2.0.py scripts (metrics/squad*)
 ]
 
 setup(

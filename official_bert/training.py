@@ -10,6 +10,7 @@ with the same weights as an unbroken one.
 import json
 import logging
 import os
+import sys
 import time
 
 import keras
@@ -40,6 +41,15 @@ def get_strategy(name="one_device", tpu_address=None):
         tf.tpu.experimental.initialize_tpu_system(resolver)
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"distribution_strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+
+
+def default_jit_compile():
+    """Whether XLA is the faster default here: yes on GPUs and TPUs, no on CPU-only machines.
+
+    Measured on CPU (benchmarks/run.py, issue 8): TF's XLA CPU backend is slower than the oneDNN graph
+    kernels for BERT, both for inference and for training steps.
+    """
+    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
 
 
 def set_mixed_precision(policy=None):
@@ -102,6 +112,37 @@ class ThroughputLogger(keras.callbacks.Callback):
                 "steady_examples_per_second": rate}
 
 
+class ProgressLog(keras.callbacks.Callback):
+    """Logs `step / total, loss, examples/s, time left` every `every` steps: progress for runs whose output
+    goes to a file (where Keras' progress bar is one endless line).
+
+    Args:
+        total_steps: steps of the whole run; first_step: the step this invocation starts at (after a resume).
+        throughput: the run's `ThroughputLogger`, for examples/s.
+        every: steps between lines.
+    """
+
+    def __init__(self, total_steps, first_step, throughput, every=20):
+        super().__init__()
+        self.total_steps = total_steps
+        self.step = first_step
+        self.throughput = throughput
+        self.every = every
+        self._start = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.step += 1
+        now = time.perf_counter()
+        self._start = self._start or now
+        if self.step % self.every and self.step != self.total_steps:
+            return
+        rate = self.throughput.examples_per_second
+        done_here = batch + 1
+        left = (now - self._start) / max(done_here - 1, 1) * (self.total_steps - self.step) if done_here > 1 else None
+        logger.info("step %d/%d loss %.4f%s%s", self.step, self.total_steps, (logs or {}).get("loss", float("nan")),
+                    f", {rate:.1f} examples/s" if rate else "", f", ~{left / 60:.1f} min left" if left else "")
+
+
 class StepCheckpoint(keras.callbacks.Callback):
     """Writes a `tf.train.Checkpoint` every `every` steps and at the end of training.
 
@@ -137,7 +178,7 @@ def _seed_states(model):
 
 
 def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, checkpoint_steps=1000,
-                  max_checkpoints=3, callbacks=(), verbose=1):
+                  max_checkpoints=3, callbacks=(), verbose=1, write_dir=None):
     """Trains `model` (already compiled) for `total_steps` steps, resuming from `<model_dir>/checkpoints/`.
 
     Args:
@@ -150,7 +191,10 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         checkpoint_steps: steps between checkpoints.
         max_checkpoints: how many recent checkpoints to keep.
         callbacks: extra Keras callbacks.
-        verbose: Keras fit verbosity (1 = progress bar).
+        verbose: 1 = progress: Keras' bar on a terminal, a `ProgressLog` line every 20 steps otherwise; 0 = none.
+        write_dir: where this process writes checkpoints, logs and `train_results.json` (default: `model_dir`).
+            Under `MultiWorkerMirroredStrategy` the non-chief workers pass a temporary directory of their own,
+            as TF recommends; every worker still resumes from `<model_dir>/checkpoints`, the chief's.
     Returns: a dict of `steps` (this invocation), `seconds` (wall time of fit) and the `ThroughputLogger`
         summary; written to `<model_dir>/train_results.json` too. None when the run was already complete.
     """
@@ -158,24 +202,29 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     with model.distribute_strategy.scope():  # optimizer slots and restored values live on the strategy's devices
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
-        manager = tf.train.CheckpointManager(checkpoint, os.path.join(model_dir, "checkpoints"),
+        write_dir = write_dir or model_dir
+        manager = tf.train.CheckpointManager(checkpoint, os.path.join(write_dir, "checkpoints"),
                                              max_to_keep=max_checkpoints)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-            logger.info("Resumed from %s (step %d)", manager.latest_checkpoint, int(optimizer.iterations.numpy()))
+        latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
+        if latest:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            logger.info("Resumed from %s (step %d)", latest, int(optimizer.iterations.numpy()))
     done = int(optimizer.iterations.numpy())
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
     throughput = ThroughputLogger(batch_size)
+    to_terminal = sys.stdout.isatty()
+    if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
+        callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]
     all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps),
-                     keras.callbacks.TensorBoard(os.path.join(model_dir, "logs"), update_freq=100), *callbacks]
+                     keras.callbacks.TensorBoard(os.path.join(write_dir, "logs"), update_freq=100), *callbacks]
     start = time.perf_counter()
     history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
-                        shuffle=False, verbose=verbose)
+                        shuffle=False, verbose=verbose if to_terminal else 0)
     results = {"steps": total_steps - done, "seconds": time.perf_counter() - start, "batch_size": batch_size,
                "final_loss": float(history.history["loss"][-1]), **throughput.summary()}
-    write_json(os.path.join(model_dir, "train_results.json"), results)
+    write_json(os.path.join(write_dir, "train_results.json"), results)
     return results
 
 
