@@ -162,7 +162,8 @@ class BertTokenizer(keras.layers.Layer):
         word_chars = tf.math.unsorted_segment_sum(
             tf.gather(tf.constant(self._char_lengths), ids), word_index, num_words)  # (words,)
         word_starts = tf.reshape(tf.where(is_word_start), [-1])  # (words,) index of each word's first piece
-        word_lasts = tf.concat([word_starts[1:], tf.shape(ids, out_type=tf.int64)], axis=0) - 1  # (words,)
+        # (words,); [1:] after the concat, so that no words (all texts empty) gives no index
+        word_lasts = tf.concat([word_starts, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1
         word_ends = tf.gather(ends, word_lasts)  # (words,)
         too_long = tf.gather(word_chars > self.max_chars_per_word, word_index)  # (pieces,)
         keep = tf.logical_or(is_word_start, tf.logical_not(too_long))
