@@ -8,7 +8,7 @@ import sys
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_our_cli(module, flags, model_dir, args):
+def run_our_cli(module, flags, model_dir, args, seq_length=128):
     """Runs `python -m <module>` with the benchmark recipe and returns its results.
 
     Args:
@@ -16,9 +16,10 @@ def run_our_cli(module, flags, model_dir, args):
         flags: task-specific flags (data, checkpoint, ...), as `--name=value` strings.
         model_dir: the run's --model_dir.
         args: the benchmark's parsed arguments (learning_rate, epochs, seed, jit_compile, mixed_precision).
+        seq_length: --max_seq_length.
     Returns: `(eval_results dict, steady training examples/second, training wall seconds)`.
     """
-    command = [sys.executable, "-m", module, *flags, f"--model_dir={model_dir}", "--max_seq_length=128",
+    command = [sys.executable, "-m", module, *flags, f"--model_dir={model_dir}", f"--max_seq_length={seq_length}",
                "--train_batch_size=32", f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
                "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
                "--checkpoint_steps=100000"]

@@ -13,7 +13,8 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
     Args:
         model: a transformers `BertFor...` model.
         features: dict of (num_examples, seq) tensors `input_ids`, `attention_mask`, `token_type_ids`.
-        labels: (num_examples, ...) tensor of labels.
+        labels: (num_examples, ...) tensor of labels, passed as `labels=`; or a dict of such tensors, passed as
+            keyword arguments of those names (e.g. `start_positions` / `end_positions` for question answering).
         num_examples, epochs, learning_rate, seed: the recipe.
         bfloat16: autocast the forward pass to bfloat16.
     Returns: `(wall seconds, steady examples/second)`; the first step is left out of the rate.
@@ -28,6 +29,12 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
                                   lr=learning_rate, eps=1e-8)
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
+
+    def targets(batch):
+        if isinstance(labels, dict):
+            return {name: values[batch] for name, values in labels.items()}
+        return {"labels": labels[batch]}
+
     model.train()
     generator = torch.Generator().manual_seed(seed)
     order, step, start, steady_start = None, 0, time.perf_counter(), None
@@ -37,7 +44,7 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
         batch = order[(step % steps_per_epoch) * batch_size:(step % steps_per_epoch + 1) * batch_size]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
             out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
-                        token_type_ids=features["token_type_ids"][batch], labels=labels[batch])
+                        token_type_ids=features["token_type_ids"][batch], **targets(batch))
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -1,0 +1,187 @@
+"""SQuAD fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, windows, recipe, scoring, machine.
+
+    python -m benchmarks.squad_finetune                    # v1.1: 38 dev articles train, the last 10 evaluate
+    python -m benchmarks.squad_finetune --version=2.0      # the CS224N half of the v2.0 dev set, split alike
+    python -m benchmarks.squad_finetune --max_train_examples=64 --max_eval_examples=32 --max_seq_length=128 \
+        --epochs=1                                          # smoke run
+
+There is no SQuAD train file here, so a dev file is split by article: v1.1 `dev-v1.1.json` (48 articles)
+trains on the first 38 and evaluates on the last 10; v2.0 `cs224n-dev-half-v2.0.json` (16 articles) is cut
+at the same share, the first 13 and the last 3 (`--eval_articles` changes it). Both splits are written to the
+work directory as SQuAD JSON files; `--max_train_examples` / `--max_eval_examples` keep the first questions
+of each, for smoke runs.
+
+Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 with AdamW (weight decay 0.01 except LayerNorm and
+biases, epsilon 1e-8, global-norm clipping 1.0), 10% linear warmup then linear decay, batch 32, dropout 0.1,
+the same number of steps over the same training windows: `official_bert.data.squad.build_features`
+(`--max_seq_length`, doc stride 128, questions of at most 64 pieces), whose word-piece ids, type ids and
+offsets are identical to `transformers.BertTokenizerFast`'s (tests/data/test_squad.py checks this on the whole
+dev set), so the peer trains on the very windows ours does. Ours runs through the CLI (`python -m
+tasks.run_squad`); the peer is a plain PyTorch loop over `BertForQuestionAnswering` (mean of the start and
+end cross-entropies, as ours). Both answers go through the same post-processing
+(`official_bert.data.squad_postprocessing.postprocess`: n-best 20, answers up to 30 pieces, null threshold
+0.0) and the same official metric (`official_bert.metrics.squad.evaluate`, with the null odds for v2.0), so
+the comparison isolates the training. Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the
+steady-state training windows/second (first step, which compiles, left out) of both, and the ratios.
+"""
+
+import argparse
+import json
+import math
+import os
+import tempfile
+
+import numpy as np
+
+from benchmarks.our_cli import run_our_cli
+from benchmarks.pytorch_loop import train_pytorch
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
+DATA_FILES = {"1.1": os.path.join("squad", "v1.1", "dev-v1.1.json"),
+              "2.0": os.path.join("squad", "v2.0", "cs224n-dev-half-v2.0.json")}
+DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 128, 64, 20, 30
+
+
+def _first_questions(articles, limit):
+    """The articles cut to their first `limit` questions (None: all), empty paragraphs and articles dropped."""
+    if limit is None:
+        return articles
+    kept = []
+    for article in articles:
+        paragraphs = []
+        for paragraph in article["paragraphs"]:
+            if limit <= 0:
+                break
+            qas = paragraph["qas"][:limit]
+            limit -= len(qas)
+            paragraphs.append({**paragraph, "qas": qas})
+        if paragraphs:
+            kept.append({**article, "paragraphs": paragraphs})
+    return kept
+
+
+def write_split(source, work, eval_articles, max_train, max_eval):
+    """Writes train.json (the first articles) and eval.json (the last `eval_articles`); returns their paths and
+    the eval articles (the metric's `dataset`)."""
+    with open(source, encoding="utf-8") as f:
+        squad = json.load(f)
+    articles = squad["data"]
+    if not 0 < eval_articles < len(articles):
+        raise ValueError(f"{source}: {len(articles)} articles, cannot hold out {eval_articles}")
+    os.makedirs(work, exist_ok=True)
+    splits = {"train": _first_questions(articles[:-eval_articles], max_train),
+              "eval": _first_questions(articles[-eval_articles:], max_eval)}
+    paths = {}
+    for name, data in splits.items():
+        paths[name] = os.path.join(work, f"{name}.json")
+        with open(paths[name], "w", encoding="utf-8") as f:
+            json.dump({"version": squad.get("version", ""), "data": data}, f)
+    return paths, splits["eval"]
+
+
+def run_ours(paths, args, model_dir):
+    flags = [f"--train_file={paths['train']}", f"--predict_file={paths['eval']}",
+             f"--init_checkpoint={args.checkpoint}",
+             f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}", f"--n_best_size={N_BEST_SIZE}",
+             f"--max_answer_length={MAX_ANSWER_LENGTH}", f"--version_2_with_negative={args.version == '2.0'}"]
+    return run_our_cli("tasks.run_squad", flags, model_dir, args, seq_length=args.max_seq_length)
+
+
+def run_pytorch(paths, eval_data, args):
+    """The peer: transformers BertForQuestionAnswering on our windows, a plain PyTorch training loop."""
+    import torch
+    import transformers
+
+    from official_bert.checkpoints.vocab import find_vocab
+    from official_bert.data.squad import build_features, read_squad_json
+    from official_bert.data.squad_postprocessing import postprocess
+    from official_bert.metrics.squad import evaluate
+    from official_bert.text import BertTokenizer
+
+    v2 = args.version == "2.0"
+    tokens, lower, _ = find_vocab(args.checkpoint)
+    tokenizer = BertTokenizer(vocab=tokens, lower_case=True if lower is None else lower)
+
+    def windows(path, is_training):
+        examples = read_squad_json(path)
+        features, _ = build_features(examples, tokenizer, args.max_seq_length, DOC_STRIDE, MAX_QUERY_LENGTH,
+                                     is_training=is_training)
+        inputs = {"input_ids": torch.tensor(features.inputs["input_word_ids"], dtype=torch.long),
+                  "attention_mask": torch.tensor(features.inputs["input_mask"], dtype=torch.long),
+                  "token_type_ids": torch.tensor(features.inputs["input_type_ids"], dtype=torch.long)}
+        return examples, features, inputs
+
+    torch.manual_seed(args.seed)
+    model = transformers.BertForQuestionAnswering.from_pretrained(args.checkpoint, attn_implementation="eager")
+    _, train_features, train_inputs = windows(paths["train"], True)
+    labels = {"start_positions": torch.tensor(train_features.start_positions, dtype=torch.long),
+              "end_positions": torch.tensor(train_features.end_positions, dtype=torch.long)}
+    seconds, rate = train_pytorch(model, train_inputs, labels, len(train_features), args.epochs, args.learning_rate,
+                                  args.seed, bfloat16=args.mixed_precision == "bfloat16", log_every=50)
+
+    model.eval()
+    examples, features, inputs = windows(paths["eval"], False)
+    start_logits, end_logits = [], []
+    with torch.no_grad():
+        for i in range(0, len(features), 128):
+            out = model(**{k: v[i:i + 128] for k, v in inputs.items()})
+            start_logits.append(out.start_logits.float().numpy())
+            end_logits.append(out.end_logits.float().numpy())
+    predictions = postprocess(examples, features, np.concatenate(start_logits), np.concatenate(end_logits),
+                              n_best_size=N_BEST_SIZE, max_answer_length=MAX_ANSWER_LENGTH,
+                              version_2_with_negative=v2)
+    metrics = evaluate(eval_data, predictions.predictions, na_probs=predictions.null_odds,
+                       version=args.version)
+    return metrics, rate, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", choices=sorted(DATA_FILES), default="1.1")
+    parser.add_argument("--data_file", default=None, help="default: the shared dev file of --version")
+    parser.add_argument("--eval_articles", type=int, default=None,
+                        help="articles held out at the end (default: 10 of 48, the same share of other files)")
+    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
+    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--learning_rate", type=float, default=1e-4)
+    parser.add_argument("--max_seq_length", type=int, default=384)
+    parser.add_argument("--max_train_examples", type=int, default=None, help="first questions of the train split")
+    parser.add_argument("--max_eval_examples", type=int, default=None, help="first questions of the eval split")
+    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
+                        help="ours: true/false; default: the library's default for this device")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    args = parser.parse_args()
+
+    source = args.data_file or os.path.join(SHARED_DATA, DATA_FILES[args.version])
+    work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
+    model_dir = os.path.join(work, "ours")
+    if os.path.exists(model_dir):
+        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+    with open(source, encoding="utf-8") as f:
+        num_articles = len(json.load(f)["data"])
+    eval_articles = args.eval_articles or max(1, math.floor(num_articles * 10 / 48 + 0.5))
+    paths, eval_data = write_split(source, os.path.join(work, "data"), eval_articles, args.max_train_examples,
+                                   args.max_eval_examples)
+
+    ours, ours_rate, ours_seconds = run_ours(paths, args, model_dir)
+    theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args)
+
+    keys = (("exact_match", "f1") if args.version == "1.1" else
+            ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1"))
+    print(f"\nSQuAD v{args.version}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
+          f"seq {args.max_seq_length}, {'bf16' if args.mixed_precision else 'fp32'}; "
+          f"{num_articles - eval_articles} articles train, {eval_articles} evaluate ({theirs['total']} questions"
+          f"{', train questions limited' if args.max_train_examples else ''})")
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for key in keys:
+        if key in ours and key in theirs:
+            print(f"{key:28s}{ours[key]:18.2f}{theirs[key]:14.2f}{ours[key] - theirs[key]:+12.2f}")
+    print(f"{'train windows/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
+    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,489 @@
+"""SQuAD v1.1 / v2.0 examples (JSON files or tensorflow-datasets) and their doc-stride windows of word pieces.
+
+Features follow Google's original `run_squad.py`, with character offsets where it had whitespace words:
+
+1. Tokenize (batched tf.data, `official_bert.text.BertTokenizer(..., with_offsets=True)`): every distinct
+   context once and every question; the tokenizer's byte offsets become Python character offsets into
+   `example.context`, and a piece's end stops before characters the normalizer deleted after it (U+200B,
+   U+FEFF, uncased non-spacing marks), so pieces and offsets are those of Hugging Face's `BertTokenizerFast`
+   (tested on the whole dev set).
+2. The question keeps its first `max_query_length` pieces. Each window is
+   `[CLS] question [SEP] context-window [SEP] [PAD]...` with type ids 0 up to the first [SEP] and 1 after.
+   Windows cover the context pieces as the original does: each holds up to
+   `max_seq_length - len(question) - 3` pieces and the next starts `min(length, doc_stride)` pieces later
+   (doc_stride is a step, not Hugging Face's overlap), until one reaches the end. A context with no pieces
+   still gets one (empty) window, so every question is predicted.
+3. Targets (training): the gold answer's character span maps to the first and last context pieces that
+   overlap it. A window that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable
+   questions. Training uses the first gold answer (training files have one; dev files used for training
+   have several, and Hugging Face's `run_qa.py` also takes the first).
+4. `token_is_max_context`: a piece in several windows counts only in the one where
+   `min(left context, right context) + 0.01 * window length` is largest (the first on ties).
+
+Answers whose `text` differs from `context[answer_start:answer_start + len(text)]`, or that cover no word
+piece, are counted in the returned stats and logged with their qas_id, never an error. In training, an
+example whose first answer is such an answer is skipped (as the original skips answers it cannot find):
+its targets would be wrong. Prediction always keeps every example.
+
+Examples:
+
+>>> examples = read_squad_json("dev-v1.1.json")
+>>> features, stats = build_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
+...                                  max_query_length=64, is_training=False)
+>>> outputs = model.predict(squad_dataset(features, batch_size=64, is_training=False))
+"""
+
+import dataclasses
+import functools
+import json
+import logging
+import re
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+TFDS_NAMES = ("squad/v1.1", "squad/v2.0")
+_LOGGED_MISMATCHES = 20  # mismatched answers logged one by one; all are counted and listed in the stats
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question on one paragraph.
+
+    Args:
+        qas_id: the question's id.
+        question: the question text.
+        context: the paragraph, exactly as in the JSON.
+        answers: gold answers, `[{"text": str, "answer_start": int (character offset)}]`.
+        is_impossible: SQuAD v2.0 unanswerable.
+    """
+
+    qas_id: str
+    question: str
+    context: str
+    answers: List[dict]
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class SquadFeatures:
+    """All windows of all examples, arrays aligned on axis 0 (n windows).
+
+    Args:
+        inputs: `input_word_ids` / `input_mask` / `input_type_ids`, each (n, seq) int32.
+        start_positions: (n,) int32 training targets (0 = [CLS]: no answer in this window); None when not
+            training.
+        end_positions: (n,) int32; None when not training.
+        example_index: (n,) int32 index into the examples list.
+        token_char_spans: (n, seq, 2) int32 `[start, end)` character offsets into `example.context` of context
+            pieces; -1 for [CLS], question, [SEP] and padding.
+        token_is_max_context: (n, seq) bool: this window gives the piece its maximum context.
+    """
+
+    inputs: dict
+    start_positions: Optional[np.ndarray]
+    end_positions: Optional[np.ndarray]
+    example_index: np.ndarray
+    token_char_spans: np.ndarray
+    token_is_max_context: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.example_index)
+
+
+# ---------------------------------------------------------------------------------------------- reading
+
+
+class _Field:
+    """Type checks with the JSON path of the value in the error (`data[3].paragraphs[0].qas[5].id`)."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def get(self, record, key, where, kind, optional=False, default=None):
+        if not isinstance(record, dict):
+            raise ValueError(f"{self.source}: {where}: expected an object, got {_describe(record)}")
+        if key not in record:
+            if optional:
+                return default
+            raise ValueError(f"{self.source}: {where}.{key}: missing")
+        value = record[key]
+        ok = (isinstance(value, int) and not isinstance(value, bool)) if kind is int else isinstance(value, kind)
+        if not ok:
+            raise ValueError(f"{self.source}: {where}.{key}: expected {_KIND_NAMES[kind]}, got {_describe(value)}")
+        return value
+
+
+_KIND_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list", dict: "an object"}
+
+
+def _describe(value) -> str:
+    text = json.dumps(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def examples_from_json(squad, source: str = "SQuAD JSON") -> List[SquadExample]:
+    """Examples from a parsed SQuAD JSON object (`{"data": [articles], "version": ...}`).
+
+    Args:
+        squad: the parsed file.
+        source: named in errors (the file path).
+    Raises:
+        ValueError: a field missing or of the wrong type, named by its path, e.g.
+            `data[3].paragraphs[0].qas[5].answers[0].answer_start`; or a qas id used twice.
+    """
+    field = _Field(source)
+    articles = field.get(squad, "data", "(top level)", list)
+    examples, seen = [], {}
+    for a, article in enumerate(articles):
+        paragraphs = field.get(article, "paragraphs", f"data[{a}]", list)
+        for p, paragraph in enumerate(paragraphs):
+            where = f"data[{a}].paragraphs[{p}]"
+            context = field.get(paragraph, "context", where, str)
+            for q, qa in enumerate(field.get(paragraph, "qas", where, list)):
+                where_qa = f"{where}.qas[{q}]"
+                qas_id = field.get(qa, "id", where_qa, str)
+                question = field.get(qa, "question", where_qa, str)
+                is_impossible = field.get(qa, "is_impossible", where_qa, bool, optional=True, default=False)
+                answers = []
+                for n, answer in enumerate(field.get(qa, "answers", where_qa, list, optional=True, default=[])):
+                    where_answer = f"{where_qa}.answers[{n}]"
+                    answers.append({"text": field.get(answer, "text", where_answer, str),
+                                    "answer_start": field.get(answer, "answer_start", where_answer, int)})
+                if qas_id in seen:
+                    raise ValueError(f"{source}: {where_qa}.id: '{qas_id}' is already the id of {seen[qas_id]}")
+                seen[qas_id] = where_qa
+                examples.append(SquadExample(qas_id, question, context, answers, is_impossible))
+    return examples
+
+
+def read_squad_json(path: str) -> List[SquadExample]:
+    """Reads a SQuAD v1.1 or v2.0 JSON file (`answers` may be absent, as in test files).
+
+    Raises:
+        ValueError: invalid JSON, or a malformed field named by its path (see `examples_from_json`).
+    """
+    with tf.io.gfile.GFile(path, "r") as f:
+        text = f.read()
+    try:
+        squad = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    return examples_from_json(squad, source=path)
+
+
+def squad_articles(examples: Sequence[SquadExample]) -> List[dict]:
+    """The examples as a SQuAD JSON `data` list (one article, a paragraph per example), the input of
+    `official_bert.metrics.squad.evaluate` for examples that did not come from a file (TFDS)."""
+    qas = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers,
+                                           "is_impossible": e.is_impossible}]} for e in examples]
+    return [{"title": "", "paragraphs": qas}]
+
+
+def has_gold_answers(examples: Sequence[SquadExample]) -> bool:
+    """Whether the examples can be scored: some question has an answer or is marked unanswerable."""
+    return any(e.answers or e.is_impossible for e in examples)
+
+
+def examples_from_tfds_records(records: Iterable[Mapping], source: str = "tfds") -> List[SquadExample]:
+    """Converts TFDS `squad/v1.1` or `squad/v2.0` records (dicts of NumPy values, as `tfds.as_numpy` yields).
+
+    Args:
+        records: dicts with `id`, `question`, `context`, `answers` (`{"text": [...], "answer_start": [...]}`)
+            and, for v2.0, `is_impossible` (its `plausible_answers` are not gold answers and are dropped).
+        source: named in errors.
+    """
+    examples = []
+    for n, record in enumerate(records):
+        try:
+            texts = [_to_str(t) for t in record["answers"]["text"]]
+            starts = [int(s) for s in record["answers"]["answer_start"]]
+            if len(texts) != len(starts):
+                raise ValueError(f"{len(texts)} answer texts but {len(starts)} answer_start values")
+            examples.append(SquadExample(
+                qas_id=_to_str(record["id"]), question=_to_str(record["question"]),
+                context=_to_str(record["context"]),
+                answers=[{"text": t, "answer_start": s} for t, s in zip(texts, starts)],
+                is_impossible=bool(record.get("is_impossible", False))))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{source} record {n}: {type(e).__name__}: {e}") from None
+    return examples
+
+
+def _to_str(value) -> str:
+    if isinstance(value, (bytes, np.bytes_)):
+        return value.decode("utf-8")
+    return str(value)
+
+
+def examples_from_tfds(name: str, split: str, data_dir: Optional[str] = None) -> List[SquadExample]:
+    """Loads a split of a prepared tensorflow-datasets SQuAD, never downloading.
+
+    Args:
+        name: "squad/v1.1" or "squad/v2.0".
+        split: "train" or "validation".
+        data_dir: the TFDS data directory; None for TFDS's default (`~/tensorflow_datasets`).
+    Raises:
+        FileNotFoundError: the dataset is not prepared there; the message says what to do.
+    """
+    import tensorflow_datasets as tfds
+
+    if name not in TFDS_NAMES:
+        raise ValueError(f"tfds name must be one of {', '.join(TFDS_NAMES)}, got {name!r}")
+    try:
+        dataset = tfds.load(name, split=split, data_dir=data_dir, download=False, shuffle_files=False)
+    except (AssertionError, FileNotFoundError, tfds.core.registered.DatasetNotFoundError) as e:
+        where = data_dir or "the default TFDS directory (~/tensorflow_datasets)"
+        raise FileNotFoundError(
+            f"TFDS dataset {name} is not prepared in {where}, and downloads are never made at run time. Pass "
+            f"the SQuAD JSON files (--train_file / --predict_file), or prepare the dataset first "
+            f"(`tfds build {name} --data_dir=DIR`) and pass DIR as --tfds_data_dir. ({type(e).__name__}: {e})"
+        ) from None
+    return examples_from_tfds_records(tfds.as_numpy(dataset), source=f"{name}[{split}]")
+
+
+# ---------------------------------------------------------------------------------------------- features
+
+
+def tokenize_with_char_offsets(tokenizer, texts: Sequence[str], batch_size: int = 256
+                               ) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Word pieces of each text with `[start, end)` Python character offsets into it (batched tf.data).
+
+    Returns: one `(ids int32, starts int32, ends int32)` triple of (pieces,) arrays per text.
+    """
+    from official_bert.text.dataset import tokenize_dataset
+
+    if not texts:
+        return []
+    result = []
+    batches = tokenize_dataset(functools.partial(tokenizer, with_offsets=True), list(texts), batch_size)
+    for ids, starts, ends in batches:
+        splits = ids.row_splits.numpy()
+        ids, starts, ends = (t.flat_values.numpy() for t in (ids, starts, ends))
+        for row in range(len(splits) - 1):
+            text = texts[len(result)]
+            piece = slice(splits[row], splits[row + 1])
+            char_starts, char_ends = _char_offsets(text, starts[piece], ends[piece])
+            _trim_dropped_characters(text, char_starts, char_ends, tokenizer.lower_case)
+            result.append((ids[piece].astype(np.int32), char_starts, char_ends))
+    return result
+
+
+@functools.lru_cache(maxsize=2)
+def _dropped_characters(lower_case: bool):
+    """A regex matching one character the reference normalizer deletes (controls, format characters such as
+    U+200B, and, uncased, non-spacing marks)."""
+    from official_bert.text.unicode_data import reference_normalization
+
+    ranges = []  # [first, last] runs of consecutive code points
+    for cp in sorted(cp for cp, out in reference_normalization(lower_case).items() if out == ""):
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
+
+
+def _trim_dropped_characters(text: str, starts: np.ndarray, ends: np.ndarray, lower_case: bool):
+    """Ends pieces before the characters the normalizer deleted after them, in place, as Hugging Face's offsets
+    do (the in-graph tokenizer's offsets run up to the next kept character)."""
+    dropped_at = [m.start() for m in _dropped_characters(lower_case).finditer(text)]
+    if not dropped_at:
+        return
+    dropped = np.zeros(len(text) + 1, bool)
+    dropped[dropped_at] = True
+    for j in np.nonzero(dropped[np.maximum(ends - 1, 0)])[0]:
+        while ends[j] > starts[j] + 1 and dropped[ends[j] - 1]:
+            ends[j] -= 1
+
+
+def _char_offsets(text: str, byte_starts: np.ndarray, byte_ends: np.ndarray):
+    """UTF-8 byte offsets (at character boundaries) -> Python character offsets."""
+    if text.isascii():
+        return byte_starts.astype(np.int32), byte_ends.astype(np.int32)
+    data = np.frombuffer(text.encode("utf-8"), np.uint8)
+    chars_before = np.concatenate([[0], np.cumsum((data & 0xC0) != 0x80)]).astype(np.int32)  # (bytes + 1,)
+    return chars_before[byte_starts], chars_before[byte_ends]
+
+
+def doc_spans(num_pieces: int, max_tokens_for_doc: int, doc_stride: int) -> List[Tuple[int, int]]:
+    """`(start, length)` of each window over `num_pieces` context pieces, as the original `run_squad.py`."""
+    spans, start = [], 0
+    while True:
+        length = min(num_pieces - start, max_tokens_for_doc)
+        spans.append((start, length))
+        if start + length >= num_pieces:
+            return spans
+        start += min(length, doc_stride)
+
+
+def max_context_windows(spans: Sequence[Tuple[int, int]], num_pieces: int) -> np.ndarray:
+    """(num_pieces,) index of the window giving each piece its maximum context (the original's rule)."""
+    best = np.zeros(num_pieces, np.int64)
+    best_score = np.full(num_pieces, -np.inf)
+    for w, (start, length) in enumerate(spans):
+        position = np.arange(start, start + length)
+        score = np.minimum(position - start, start + length - 1 - position) + 0.01 * length
+        better = score > best_score[position]  # strictly: the first window wins ties
+        best[position[better]] = w
+        best_score[position[better]] = score[better]
+    return best
+
+
+def _answer_pieces(example: SquadExample, starts: np.ndarray, ends: np.ndarray):
+    """The (first, last) context pieces overlapping each gold answer, None for a mismatched answer or one that
+    covers no piece; and the problem found for each (None when fine)."""
+    result = []
+    for answer in example.answers:
+        begin, text = answer["answer_start"], answer["text"]
+        if begin < 0 or example.context[begin:begin + len(text)] != text:
+            result.append((None, "mismatch"))
+            continue
+        overlapping = np.nonzero((starts < begin + len(text)) & (ends > begin))[0]
+        result.append(((int(overlapping[0]), int(overlapping[-1])), None) if len(overlapping) else
+                      (None, "no_pieces"))
+    return result
+
+
+def build_features(examples: Sequence[SquadExample], tokenizer, max_seq_length: int = 384, doc_stride: int = 128,
+                   max_query_length: int = 64, is_training: bool = False, batch_size: int = 256
+                   ) -> Tuple[SquadFeatures, dict]:
+    """Packs examples into doc-stride windows (see the module notes).
+
+    Args:
+        examples: `SquadExample`s.
+        tokenizer: an `official_bert.text.BertTokenizer`.
+        max_seq_length: packed length.
+        doc_stride: step between window starts, in context pieces.
+        max_query_length: question pieces kept.
+        is_training: compute `start_positions` / `end_positions`, skipping examples whose (first) answer is
+            mismatched; a question with neither answer nor `is_impossible` is an error.
+        batch_size: texts per tokenizer call.
+    Returns: `(SquadFeatures, stats)`; stats counts `examples`, `windows`, `skipped_examples`,
+        `mismatched_answers` (with `mismatched_qas_ids`), `answers_without_pieces`, `truncated_questions`,
+        `max_windows_per_example` and, in training, `answer_outside_window` (windows of answerable
+        examples whose target is [CLS]) and `impossible_examples`.
+    """
+    if max_seq_length <= max_query_length + 3:
+        raise ValueError(f"max_seq_length={max_seq_length} leaves no room for context after a question of "
+                         f"max_query_length={max_query_length} pieces and [CLS], [SEP], [SEP]")
+    if doc_stride < 1:
+        raise ValueError(f"doc_stride must be at least 1, got {doc_stride}")
+    special = tokenizer.get_special_tokens_dict()
+    cls_id, sep_id, pad_id = special["start_of_sequence_id"], special["end_of_segment_id"], special["padding_id"]
+    context_index = {}
+    for example in examples:
+        context_index.setdefault(example.context, len(context_index))
+    contexts = tokenize_with_char_offsets(tokenizer, list(context_index), batch_size)
+    questions = tokenize_with_char_offsets(tokenizer, [e.question for e in examples], batch_size)
+
+    stats = {"examples": len(examples), "skipped_examples": 0, "mismatched_answers": 0, "mismatched_qas_ids": [],
+             "answers_without_pieces": 0, "truncated_questions": 0}
+    if is_training:
+        stats.update(answer_outside_window=0, impossible_examples=0)
+    plans = []  # (example index, question ids, context index, spans, answer pieces or None)
+    for i, example in enumerate(examples):
+        question = questions[i][0]
+        stats["truncated_questions"] += len(question) > max_query_length
+        question = question[:max_query_length]
+        c = context_index[example.context]
+        _, starts, ends = contexts[c]
+        found = _answer_pieces(example, starts, ends)
+        for answer, (_, problem) in zip(example.answers, found):
+            if problem == "mismatch":
+                stats["mismatched_answers"] += 1
+                stats["mismatched_qas_ids"].append(example.qas_id)
+                if stats["mismatched_answers"] <= _LOGGED_MISMATCHES:
+                    logger.warning("qas_id %s: answer %r does not match the context at answer_start=%d (%r)",
+                                   example.qas_id, answer["text"], answer["answer_start"],
+                                   example.context[max(answer["answer_start"], 0):][:len(answer["text"])])
+            elif problem == "no_pieces":
+                stats["answers_without_pieces"] += 1
+                logger.warning("qas_id %s: answer %r covers no word piece", example.qas_id, answer["text"])
+        target = None
+        if is_training:
+            if example.is_impossible:
+                stats["impossible_examples"] += 1
+            elif not example.answers:
+                raise ValueError(f"qas_id {example.qas_id}: a training question needs an answer (or, for SQuAD "
+                                 f"2.0, is_impossible=true)")
+            elif found[0][0] is None:
+                stats["skipped_examples"] += 1
+                continue
+            else:
+                target = found[0][0]
+        spans = doc_spans(len(starts), max_seq_length - len(question) - 3, doc_stride)
+        plans.append((i, question, c, spans, target))
+    if stats["mismatched_answers"] > _LOGGED_MISMATCHES:
+        logger.warning("%d answers do not match their context in all (qas_ids in the stats)",
+                       stats["mismatched_answers"])
+
+    n = sum(len(plan[3]) for plan in plans)
+    shape = (n, max_seq_length)
+    word_ids = np.full(shape, pad_id, np.int32)
+    mask = np.zeros(shape, np.int32)
+    type_ids = np.zeros(shape, np.int32)
+    char_spans = np.full(shape + (2,), -1, np.int32)
+    is_max_context = np.zeros(shape, bool)
+    example_index = np.zeros(n, np.int32)
+    start_positions = np.zeros(n, np.int32) if is_training else None
+    end_positions = np.zeros(n, np.int32) if is_training else None
+    row = 0
+    for i, question, c, spans, target in plans:
+        context_ids, starts, ends = contexts[c]
+        best = max_context_windows(spans, len(context_ids))
+        offset = len(question) + 2  # [CLS] question [SEP]
+        for w, (start, length) in enumerate(spans):
+            end = offset + length
+            word_ids[row, 0] = cls_id
+            word_ids[row, 1:offset - 1] = question
+            word_ids[row, offset - 1] = sep_id
+            word_ids[row, offset:end] = context_ids[start:start + length]
+            word_ids[row, end] = sep_id
+            mask[row, :end + 1] = 1
+            type_ids[row, offset:end + 1] = 1
+            char_spans[row, offset:end, 0] = starts[start:start + length]
+            char_spans[row, offset:end, 1] = ends[start:start + length]
+            is_max_context[row, offset:end] = best[start:start + length] == w
+            example_index[row] = i
+            if target is not None:
+                first, last = target
+                if start <= first and last < start + length:
+                    start_positions[row] = first - start + offset
+                    end_positions[row] = last - start + offset
+                else:
+                    stats["answer_outside_window"] += 1
+            row += 1
+    stats["windows"] = n
+    stats["max_windows_per_example"] = max((len(plan[3]) for plan in plans), default=0)
+    inputs = {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+    return SquadFeatures(inputs=inputs, start_positions=start_positions, end_positions=end_positions,
+                         example_index=example_index, token_char_spans=char_spans,
+                         token_is_max_context=is_max_context), stats
+
+
+def squad_dataset(features: SquadFeatures, batch_size: int, is_training: bool, seed: int = 0) -> tf.data.Dataset:
+    """Batches of `(inputs, {"start_logits": start_positions, "end_logits": end_positions})` for training (the
+    label keys are `BertSpanLabeler`'s output names, which Keras matches with the losses), `inputs` alone
+    otherwise.
+
+    Args:
+        features: from `build_features` (with targets when training).
+        batch_size: batch size.
+        is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
+            forever, and drop the last partial batch so every step has one static shape.
+        seed: shuffle seed.
+    """
+    inputs = dict(features.inputs)
+    if is_training:
+        if features.start_positions is None:
+            raise ValueError("training needs features built with is_training=True")
+        labels = {"start_logits": features.start_positions, "end_logits": features.end_positions}
+        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
+        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True).repeat()
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(inputs)
+    return dataset.batch(batch_size, drop_remainder=is_training).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,106 @@
+"""BertSpanLabeler: outputs, head names, config round trip, and logits and loss equal to Hugging Face
+BertForQuestionAnswering."""
+
+import keras
+import numpy as np
+import pytest
+
+from official_bert import BertEncoder
+from official_bert.checkpoints import load_task_weights, save_encoder
+from official_bert.models import BertSpanLabeler, span_labeling_loss
+
+
+def _inputs(batch, seq, pad_from=None, vocab=100, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), np.int32)
+    if pad_from is not None:
+        mask[:, pad_from:] = 0
+    type_ids = np.zeros((batch, seq), np.int32)
+    type_ids[:, seq // 2:] = 1
+    return {"input_word_ids": rng.integers(1, vocab, (batch, seq)).astype(np.int32) * mask,
+            "input_mask": mask, "input_type_ids": type_ids * mask}
+
+
+def test_start_and_end_logits_per_token_in_float32_even_under_mixed_precision(tiny_config):
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    outputs = model(_inputs(2, 7))
+    assert sorted(outputs) == ["end_logits", "start_logits"]
+    assert all(tuple(v.shape) == (2, 7) and v.dtype == "float32" for v in outputs.values())
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        mixed = BertSpanLabeler(BertEncoder(tiny_config))
+        assert all(v.dtype == "float32" for v in mixed(_inputs(2, 7)).values())
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def test_head_specs_in_both_formats(tiny_config):
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    kernel, bias = model.head_specs()
+    assert (kernel.hf_name, kernel.stored_shape("hf")) == ("qa_outputs.weight", (2, 32))
+    assert (kernel.google_name, kernel.stored_shape("google")) == ("cls/squad/output_weights", (2, 32))
+    assert (bias.hf_name, bias.google_name, bias.stored_shape("google")) == ("qa_outputs.bias", "cls/squad/output_bias",
+                                                                              (2,))
+    assert len(model.checkpoint_specs()) == len(model.encoder.weights) + 2
+
+
+def test_get_config_and_keras_file_round_trip(tiny_config, tmp_path):
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    assert isinstance(BertSpanLabeler.from_config(model.get_config()), BertSpanLabeler)
+    model.save(tmp_path / "span.keras")
+    restored = keras.models.load_model(tmp_path / "span.keras")
+    x = _inputs(2, 6, pad_from=4)
+    expected, actual = model(x), restored(x)
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(actual[name], expected[name], atol=1e-6)
+
+
+def _hf_reference(tiny_config, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    reference = transformers.BertForQuestionAnswering(transformers.BertConfig(**tiny_config.to_hf_dict())).eval()
+    with torch.no_grad():  # a non-zero head bias, so a transposed or swapped bias would show
+        reference.qa_outputs.bias.copy_(torch.tensor([0.3, -0.2]))
+    reference.save_pretrained(tmp_path, safe_serialization=True)
+    return torch, reference
+
+
+def test_loads_hugging_face_bert_for_question_answering_and_matches_its_logits_and_loss(tiny_config, tmp_path):
+    torch, reference = _hf_reference(tiny_config, tmp_path)
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    # HF's BertForQuestionAnswering has no pooler; ours keeps its own.
+    assert load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+    x = _inputs(3, 10, pad_from=8)
+    starts, ends = np.array([0, 3, 7]), np.array([0, 5, 7])
+    with torch.no_grad():
+        expected = reference(**{k: torch.tensor(x[name], dtype=torch.long) for k, name in (
+            ("input_ids", "input_word_ids"), ("attention_mask", "input_mask"), ("token_type_ids", "input_type_ids"))},
+                             start_positions=torch.tensor(starts), end_positions=torch.tensor(ends))
+    outputs = model(x)
+    np.testing.assert_allclose(np.asarray(outputs["start_logits"]), expected.start_logits.numpy(), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(outputs["end_logits"]), expected.end_logits.numpy(), atol=1e-5)
+
+    model.compile(**span_labeling_loss())
+    loss = model.evaluate(x, {"start_logits": starts, "end_logits": ends}, batch_size=3, verbose=0, return_dict=True)
+    assert loss["loss"] == pytest.approx(float(expected.loss), rel=1e-5)
+
+
+def test_loads_an_encoder_checkpoint_with_a_fresh_head(tiny_config, tmp_path):
+    source = BertEncoder(tiny_config)
+    save_encoder(source, tmp_path)
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    assert not load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+    np.testing.assert_array_equal(model.encoder.pooler.kernel.numpy(), source.pooler.kernel.numpy())
+
+
+def test_head_of_the_wrong_shape_is_an_error_naming_it(tiny_config, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    save_encoder(BertEncoder(tiny_config), tmp_path)
+    tensors = load_file(tmp_path / "model.safetensors")
+    tensors.update({"qa_outputs.weight": np.zeros((3, 32), np.float32), "qa_outputs.bias": np.zeros(3, np.float32)})
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    with pytest.raises(ValueError, match=r"'qa_outputs.weight' has shape \(3, 32\), expected \(2, 32\)"):
+        load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
