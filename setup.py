@@ -13,6 +13,7 @@ INSTALL_REQUIRES = [
     "tensorboard==2.21.0",  # tf.summary for training logs; not a TensorFlow dependency since 2.21
     "numpy>=1.26",
     "flatbuffers>=24.3",  # builds the tokenizer's normalizer table
+    "tensorflow-serving-api==2.21.0",  # PredictionLog protos of the SavedModel export's warm-up requests
 ]
 
 # References used only by tests and benchmarks, never at run time.

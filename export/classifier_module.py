@@ -1,0 +1,41 @@
+"""ClassifierModule: raw text (or a text pair) -> class logits, probabilities and label name, or a score."""
+
+import tensorflow as tf
+
+from export.serving_module import ServingModule
+
+
+class ClassifierModule(ServingModule):
+    """Serves a `BertClassifier` (GLUE-style sequence classification or regression).
+
+    Outputs of every signature (`truncated` only on the raw-text ones):
+    - classification: `logits` [batch, classes] float32, `probabilities` [batch, classes] (softmax),
+      `label_id` [batch] int32 (argmax), `label` [batch] string (the class name).
+    - regression (STS-B): `score` [batch] float32.
+
+    Args:
+        model: a `BertClassifier` with its trained weights.
+        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        label_names: the class names, in class-index order (ignored for regression).
+        is_regression: True for a one-output regression model.
+        text_features: ("text",) or ("text", "text_b") for pair tasks.
+        assets: file name -> path of files to ship in `assets/`.
+    """
+
+    def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets):
+        super().__init__(preprocessor, text_features, assets, name="classifier")
+        self.model = model
+        self.is_regression = bool(is_regression)
+        self.label_names = [str(name) for name in label_names]
+        expected = 1 if self.is_regression else len(self.label_names)
+        if model.num_classes != expected:
+            raise ValueError(f"the model has {model.num_classes} outputs, but {expected} are expected for "
+                             f"{'regression' if self.is_regression else f'labels {self.label_names}'}")
+
+    def answer_tokens(self, inputs):
+        logits = self.model(inputs, training=False)  # (batch, classes) float32
+        if self.is_regression:
+            return {"score": logits[:, 0]}
+        label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch,)
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
+                "label": tf.gather(tf.constant(self.label_names), label_id)}

@@ -1,0 +1,86 @@
+"""Asks an exported SavedModel one question, the way a client would, and prints the answer as JSON.
+
+    python -m export.predict --export_dir=out/export/sst2 "a charming and often affecting journey"
+    python -m export.predict --export_dir=out/export/mrpc/1 "The cat sat." "A cat was sitting."
+
+--export_dir is a version directory, or the base directory (its highest numeric version is used). The
+texts go to `serving_default` in order (`text`, then `text_b`); the JSON holds that one example's outputs:
+strings decoded as UTF-8, by default only the outputs with at most one value per token or class
+(`--outputs=sequence_output,...` names others, e.g. the encoder's `sequence_output` or the tagger's `logits`).
+Only tensorflow and tensorflow_text are imported to run the model.
+"""
+
+import json
+import os
+import sys
+
+from absl import app, flags
+
+
+def resolve_version_dir(export_dir):
+    """`export_dir` itself if it holds a SavedModel, else its highest numeric version subdirectory."""
+    if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
+        return export_dir
+    versions = sorted(int(n) for n in os.listdir(export_dir) if n.isdigit()) if os.path.isdir(export_dir) else []
+    if not versions:
+        raise FileNotFoundError(f"{export_dir}: no saved_model.pb and no numeric version directory")
+    return os.path.join(export_dir, str(versions[-1]))
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        value = value.tolist()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def predict(export_dir, texts, output_names=None):
+    """Runs `serving_default` on one example.
+
+    Args:
+        export_dir: a version directory or the base directory.
+        texts: the example's strings (or UTF-8 bytes), one per text input of the signature, in order.
+        output_names: outputs to return; None: those of rank <= 2 (one value per class, word or entity).
+
+    Returns:
+        dict output name -> JSON-ready value for this example.
+    """
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers FastBertNormalize / FastWordpieceTokenizeWithOffsets)
+
+    model = tf.saved_model.load(resolve_version_dir(export_dir))
+    signature = model.signatures["serving_default"]
+    # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
+    order = [spec.name for spec in model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]]
+    if len(texts) != len(order):
+        raise ValueError(f"the model takes {len(order)} text(s) ({', '.join(order)}), got {len(texts)}")
+    outputs = signature(**{name: tf.constant([text]) for name, text in zip(order, texts)})
+    if output_names is None:
+        output_names = [name for name, value in outputs.items() if value.shape.rank <= 2]
+    unknown = set(output_names) - set(outputs)
+    if unknown:
+        raise ValueError(f"no output(s) {sorted(unknown)}; the signature has {sorted(outputs)}")
+    return {name: _jsonable(outputs[name].numpy()[0]) for name in sorted(output_names)}
+
+
+def main(argv):
+    if not flags.FLAGS.export_dir:
+        raise app.UsageError("--export_dir is required")
+    # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
+    texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
+    names = flags.FLAGS.outputs.split(",") if flags.FLAGS.outputs else None
+    try:
+        answer = predict(flags.FLAGS.export_dir, texts, names)
+    except (ValueError, FileNotFoundError) as e:
+        raise app.UsageError(str(e))
+    json.dump(answer, sys.stdout, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
+    flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2.")
+    app.run(main)

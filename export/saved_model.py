@@ -1,0 +1,208 @@
+"""Exports a trained model (or a bare encoder) as a TF-Serving-ready SavedModel that takes raw text.
+
+    python -m export.saved_model --model_dir=out/sst2 --export_dir=out/export/sst2
+    python -m export.saved_model --model_dir=../shared/data/all-MiniLM-L6-v2 --export_dir=out/export/minilm
+
+--model_dir is a run directory of `tasks.run_classifier` or `tasks.run_ner` (`task.json`, `bert_config.json`,
+`vocab.txt`, `model.weights.h5`), or a Hugging Face / Google checkpoint directory for an encoder-only
+export. Writes `<export_dir>/<version>/` (TF Serving's layout; --version defaults to one more than the
+highest numeric version there, and an existing version is never overwritten): `saved_model.pb`,
+`variables/`, `assets/` (`vocab.txt`, `labels.txt`) and `assets.extra/tf_serving_warmup_requests`. The
+version is written under a temporary name and renamed when complete, so a watching server never loads a
+half-written one. Signatures: see `export/serving_module.py` and the README.
+"""
+
+import json
+import logging
+import os
+import tempfile
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+# task.json "task" -> module kind; every other task name is a GLUE classification task.
+_TAGGING_TASKS = ("ner",)
+DEFAULT_ENCODER_SEQ_LENGTH = 128
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _check_seq_length(seq_length, config, source):
+    if not 3 <= seq_length <= config.max_position_embeddings:
+        raise ValueError(f"{source}: max_seq_length={seq_length} must be between 3 and the model's "
+                         f"max_position_embeddings={config.max_position_embeddings}")
+
+
+def _write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(f"{line}\n" for line in lines))
+    return path
+
+
+def _task_module(model_dir, task, max_seq_length, staging_dir):
+    """The module of a `tasks.run_*` model_dir."""
+    from export.classifier_module import ClassifierModule
+    from export.preprocessing import TextPreprocessor
+    from export.tagger_module import TaggerModule
+    from official_bert import BertConfig, BertEncoder
+
+    for name in ("bert_config.json", "vocab.txt", "model.weights.h5"):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            raise FileNotFoundError(f"{model_dir}: no {name}; export a model_dir whose training finished")
+    for field in ("task", "label_names", "max_seq_length", "do_lower_case"):
+        if field not in task:
+            raise ValueError(f"{os.path.join(model_dir, 'task.json')}: field '{field}' missing")
+    config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
+    seq_length = max_seq_length or task["max_seq_length"]
+    _check_seq_length(seq_length, config, model_dir)
+    vocab_file = os.path.join(model_dir, "vocab.txt")
+    preprocessor = TextPreprocessor(vocab_file, task["do_lower_case"], seq_length)
+    labels = list(task["label_names"])
+    assets = {"vocab.txt": vocab_file}
+    if labels:
+        assets["labels.txt"] = _write_lines(os.path.join(staging_dir, "labels.txt"), labels)
+    weights = os.path.join(model_dir, "model.weights.h5")
+    if task["task"] in _TAGGING_TASKS:
+        from official_bert.models.token_classifier import BertTokenClassifier
+
+        model = BertTokenClassifier(BertEncoder(config), len(labels))
+        model.load_weights(weights)
+        return TaggerModule(model, preprocessor, labels, assets)
+
+    from official_bert.data.glue_tasks import get_glue_task
+    from official_bert.models.classifier import BertClassifier
+
+    glue_task = get_glue_task(task["task"])
+    is_regression = bool(task.get("is_regression", glue_task.is_regression))
+    model = BertClassifier(BertEncoder(config), 1 if is_regression else len(labels))
+    model.load_weights(weights)
+    features = ("text", "text_b") if glue_task.is_pair else ("text",)
+    return ClassifierModule(model, preprocessor, labels, is_regression, features, assets)
+
+
+def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
+    """The module of a Hugging Face / Google encoder checkpoint directory."""
+    from export.encoder_module import EncoderModule
+    from export.preprocessing import TextPreprocessor
+    from official_bert.checkpoints import load_encoder
+    from official_bert.checkpoints.vocab import find_vocab
+
+    encoder, config = load_encoder(checkpoint_dir)
+    tokens, lower, source = find_vocab(checkpoint_dir)
+    if len(tokens) != config.vocab_size:
+        raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")
+    if lower is None:
+        lower = True
+        logging.warning("Casing of %s unknown; lower-casing", source)
+    seq_length = max_seq_length
+    sentence_config = os.path.join(checkpoint_dir, "sentence_bert_config.json")
+    if seq_length is None and os.path.isfile(sentence_config):  # sentence-transformers' own limit
+        seq_length = _read_json(sentence_config).get("max_seq_length")
+    seq_length = seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_position_embeddings)
+    _check_seq_length(seq_length, config, checkpoint_dir)
+    vocab_file = _write_lines(os.path.join(staging_dir, "vocab.txt"), tokens)
+    return EncoderModule(encoder, TextPreprocessor(vocab_file, lower, seq_length), {"vocab.txt": vocab_file})
+
+
+def build_module(model_dir, staging_dir, max_seq_length=None):
+    """The serving module of a model_dir, in float32 whatever the global Keras dtype policy.
+
+    Args:
+        model_dir: a `tasks.run_*` model_dir, or a Hugging Face / Google encoder directory.
+        staging_dir: a directory for the asset files written on the way (must live until the save).
+        max_seq_length: the packed length; default: the task's, or for an encoder its
+            `sentence_bert_config.json` limit, else 128.
+
+    Returns:
+        an `export.serving_module.ServingModule`.
+    """
+    import keras
+
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"model_dir not found: {model_dir}")
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("float32")  # serve in float32 even if trained with mixed precision
+    try:
+        task_path = os.path.join(model_dir, "task.json")
+        if os.path.isfile(task_path):
+            return _task_module(model_dir, _read_json(task_path), max_seq_length, staging_dir)
+        return _encoder_module(model_dir, max_seq_length, staging_dir)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def numeric_versions(export_dir):
+    """The integer version subdirectories of `export_dir`, ascending."""
+    if not os.path.isdir(export_dir):
+        return []
+    return sorted(int(name) for name in os.listdir(export_dir)
+                  if name.isdigit() and os.path.isdir(os.path.join(export_dir, name)))
+
+
+def save(module, export_dir, version=None):
+    """Writes the module to `<export_dir>/<version>/` with its warm-up requests.
+
+    Args:
+        module: an `export.serving_module.ServingModule`.
+        export_dir: the model's base directory (TF Serving's `--model_base_path`).
+        version: a positive integer; default: one more than the highest existing version (1 if none).
+
+    Returns:
+        the version directory.
+
+    Raises:
+        FileExistsError: the version exists already.
+    """
+    import tensorflow as tf
+
+    from export.warmup import WARMUP_FILE, warmup_requests, write_warmup_file
+
+    versions = numeric_versions(export_dir)
+    version = (versions[-1] + 1 if versions else 1) if version is None else int(version)
+    if version < 1:
+        raise ValueError(f"version must be a positive integer, got {version}")
+    target = os.path.join(export_dir, str(version))
+    if os.path.exists(target):
+        raise FileExistsError(f"{target} exists: versions are never overwritten; pass another --version")
+    os.makedirs(export_dir, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)  # not numeric: servers ignore it
+    tf.saved_model.save(module, staging, signatures=module.signatures())
+    os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
+    write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a server running as another user must read it
+    os.rename(staging, target)
+    return target
+
+
+def export(model_dir, export_dir, version=None, max_seq_length=None):
+    """Builds and saves the serving module of a model_dir; returns the version directory."""
+    with tempfile.TemporaryDirectory() as staging_dir:
+        module = build_module(model_dir, staging_dir, max_seq_length)
+        return save(module, export_dir, version)
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    for name in ("model_dir", "export_dir"):
+        if not getattr(FLAGS, name):
+            raise app.UsageError(f"--{name} is required")
+    path = export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.version, FLAGS.max_seq_length)
+    print(f"exported {FLAGS.model_dir} to {path}")
+
+
+if __name__ == "__main__":
+    flags.DEFINE_string("model_dir", None, "A tasks.run_classifier / run_ner model_dir, or a Hugging Face / "
+                        "Google encoder checkpoint directory (encoder-only export).")
+    flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>/.")
+    flags.DEFINE_integer("version", None, "Version number; default: the next integer after existing ones.")
+    flags.DEFINE_integer("max_seq_length", None, "Packed length; default: the task's (encoders: "
+                         "sentence_bert_config.json's, else 128).")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    app.run(main)

@@ -1,0 +1,98 @@
+"""ServingModule: the three signatures every export has, around one task's answer function.
+
+- `serving_default`: raw strings (`text`, and `text_b` for pair tasks; a subclass may name its own, e.g.
+  `question`, `context`) -> the task's answer + `truncated`.
+- `serve_examples`: a [batch] string Tensor `examples` of serialized `tf.Example`s with the same features
+  (bytes features `text`, `text_b`) -> the same answer.
+- `serve_tokens`: int32 `input_word_ids` / `input_mask` / `input_type_ids` [batch, seq_length] -> the answer
+  computed from the encoder inputs (no `truncated`: nothing is tokenized).
+
+A task module (classifier, tagger, encoder, and later SQuAD) subclasses it and implements
+`answer_tokens(inputs)`; it overrides `answer_text(texts)` when the answer needs the tokens' offsets, and
+`tflite_answer_text(texts)` when its answer uses string ops TFLite lacks (saved as the
+`tflite_serving_default` function, which `export.tflite` converts; it is not a serving signature).
+
+No function is XLA-compiled: TF Serving's CPU build refuses jit-compiled functions unless started with
+`--xla_cpu_compilation_enabled`, and tokenization cannot be compiled anyway.
+"""
+
+import tensorflow as tf
+
+from export.preprocessing import parse_text_examples, token_input_specs
+from official_bert.models.encoder import ENCODER_INPUTS
+
+SIGNATURES = ("serving_default", "serve_examples", "serve_tokens")
+
+
+class ServingModule(tf.Module):
+    """Base class of the exported modules.
+
+    Args:
+        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        text_features: the raw-text input names, in order: ("text",), ("text", "text_b"), or a future task's
+            (e.g. ("question", "context")); also the `tf.Example` feature names of `serve_examples`.
+        assets: file name -> path of files to ship in the SavedModel's `assets/` (vocab, label names).
+        name: module name.
+    """
+
+    def __init__(self, preprocessor, text_features, assets, name=None):
+        super().__init__(name=name)
+        text_features = tuple(text_features)
+        if not text_features or len(set(text_features)) < len(text_features) or not all(
+                f.isidentifier() for f in text_features):
+            raise ValueError(f"text_features must be distinct names, e.g. ('text', 'text_b'), got {text_features!r}")
+        self.preprocessor = preprocessor
+        self.text_features = text_features
+        self.assets = {name: tf.saved_model.Asset(path) for name, path in assets.items()}
+
+        # Positional inputs named by their specs: the signature's input names are the feature names, in order.
+        text_specs = [tf.TensorSpec([None], tf.string, name=feature) for feature in self.text_features]
+
+        def serve(*texts):
+            return self.answer_text(list(texts))
+
+        def serve_lite(*texts):
+            return self.tflite_answer_text(list(texts))
+
+        def serve_examples(examples):
+            return self.answer_text(parse_text_examples(examples, self.text_features))
+
+        def serve_tokens(input_word_ids, input_mask, input_type_ids):
+            return self.answer_tokens({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                                       "input_type_ids": input_type_ids})
+
+        token_specs = token_input_specs(preprocessor.seq_length)
+        self.serving_default = tf.function(serve, input_signature=text_specs)
+        self.serve_examples = tf.function(serve_examples,
+                                          input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        self.serve_tokens = tf.function(serve_tokens, input_signature=[token_specs[k] for k in ENCODER_INPUTS])
+        overridden = type(self).tflite_answer_text is not ServingModule.tflite_answer_text
+        self.tflite_serving_default = tf.function(serve_lite, input_signature=text_specs) if overridden \
+            else self.serving_default
+
+    @property
+    def seq_length(self):
+        return self.preprocessor.seq_length
+
+    def signatures(self):
+        """The serving signatures, name -> tf.function, for `tf.saved_model.save`."""
+        return {name: getattr(self, name) for name in SIGNATURES}
+
+    def warmup_texts(self):
+        """Real example texts for the warm-up requests: input name -> list of str (see `export.warmup`)."""
+        from export.warmup import SAMPLE_SECOND_TEXTS, SAMPLE_TEXTS
+
+        return {name: list(SAMPLE_TEXTS if i == 0 else SAMPLE_SECOND_TEXTS) for i, name in enumerate(self.text_features)}
+
+    def answer_tokens(self, inputs):
+        """The task's outputs from packed encoder inputs (dict of int32 [batch, seq]); a dict of Tensors."""
+        raise NotImplementedError
+
+    def answer_text(self, texts):
+        """The task's outputs for raw strings (a list of [batch] string Tensors), with `truncated` [batch] bool."""
+        inputs, truncated = self.preprocessor.pack(texts)
+        return {**self.answer_tokens(inputs), "truncated": truncated}
+
+    def tflite_answer_text(self, texts):
+        """`answer_text` with only TFLite-convertible ops; by default `answer_text` itself."""
+        return self.answer_text(texts)

@@ -1,0 +1,230 @@
+"""TaggerModule: raw text -> the tag of every word and the named entities with their spans, in-graph.
+
+It reproduces `official_bert.models.entity_tagger.EntityTagger` with dense core ops:
+
+1. Words are the tokenizer's words: a piece that is not a `##` suffix (or is first in its text) starts one.
+2. The text is packed as `[CLS] pieces [SEP]` (the training layout) and each word takes the argmax tag of
+   its first piece. Pieces past `seq_length - 2` are cut: words whose first piece was cut get no tag and
+   are not reported, and `truncated` says so (EntityTagger would go on in a second window; export with a
+   larger `--max_seq_length`, up to the model's position limit, to cover longer texts).
+3. Entities are chunks of the word tags by conlleval's rules (`official_bert.metrics.tagging`), computed
+   from each word's tag and its neighbours' within the text.
+
+Offsets: `*_byte_start` / `*_byte_end` are byte offsets into the UTF-8 input (the tokenizer's); `word_start`,
+`word_end`, `entity_start`, `entity_end` count Unicode characters (code points: Python `str` indices, so
+`text[start:end]` is the entity), computed with core `Substr` + `StringLength(unit="UTF8_CHAR")`. Input that
+is not valid UTF-8 is no error: each run of invalid bytes is an [UNK] word, the byte offsets stay exact, and
+characters are counted as UTF-8 lead bytes (Python's `errors="replace"` agrees except on stray continuation
+bytes, which count as no character here and as one U+FFFD there).
+
+The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs the byte offsets only.
+"""
+
+import tensorflow as tf
+
+from export.serving_module import ServingModule
+from official_bert.text.tokenizer import SUFFIX_INDICATOR
+
+# Chunk prefixes as integers; O is 0.
+_PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
+O, B, I, E, S = range(5)
+
+
+def tag_tables(label_names):
+    """The prefix code and entity type index of every label.
+
+    Args:
+        label_names: IOB1/IOB2/IOBES tags, e.g. ["O", "B-PER", "I-PER"].
+
+    Returns:
+        `(prefixes, types, type_names)`: int lists (one per label; O's type is -1) and the sorted types.
+
+    Raises:
+        ValueError: a label that is not `O` or `B-`/`I-`/`E-`/`S-` followed by a type.
+    """
+    split = []
+    for index, label in enumerate(label_names):
+        if label == "O":
+            split.append(("O", None))
+        elif len(label) > 2 and label[0] in "BIES" and label[1] == "-":
+            split.append((label[0], label[2:]))
+        else:
+            raise ValueError(f"label {index} ({label!r}) is not an entity tag: expected O or B-/I-/E-/S- + type")
+    type_names = sorted({t for _, t in split if t is not None})
+    prefixes = [_PREFIXES[p] for p, _ in split]
+    types = [-1 if t is None else type_names.index(t) for _, t in split]
+    return prefixes, types, type_names
+
+
+def _in(x, codes):
+    result = tf.equal(x, codes[0])
+    for code in codes[1:]:
+        result = tf.logical_or(result, tf.equal(x, code))
+    return result
+
+
+def chunk_ends(prev_prefix, prefix, prev_type, type_):
+    """conlleval's end-of-chunk test: does a chunk end at the previous word? (elementwise int Tensors)"""
+    return tf.logical_or(tf.logical_or(
+        _in(prev_prefix, (E, S)), tf.logical_and(_in(prev_prefix, (B, I)), _in(prefix, (B, S, O)))),
+        tf.logical_and(tf.not_equal(prev_prefix, O), tf.not_equal(prev_type, type_)))
+
+
+def chunk_starts(prev_prefix, prefix, prev_type, type_):
+    """conlleval's start-of-chunk test: does a chunk start at this word? (elementwise int Tensors)"""
+    return tf.logical_or(tf.logical_or(
+        _in(prefix, (B, S)), tf.logical_and(_in(prefix, (I, E)), _in(prev_prefix, (E, S, O)))),
+        tf.logical_and(tf.not_equal(prefix, O), tf.not_equal(prev_type, type_)))
+
+
+def row_ids(row_splits, num_values):
+    """Row of each value of a ragged tensor, with dense ops only (no RaggedRange).
+
+    Args:
+        row_splits: int64 [rows + 1].
+        num_values: int64 scalar, row_splits[-1].
+
+    Returns:
+        int64 [num_values].
+    """
+    bumps = tf.scatter_nd(tf.reshape(row_splits[1:-1], [-1, 1]), tf.ones_like(row_splits[1:-1]),
+                          tf.reshape(num_values + 1, [1]))  # +1 where each row after the first starts
+    return tf.cumsum(bumps)[:-1]
+
+
+def _ragged_to_dense(rows, num_rows, values_list, pads):
+    """Lays out values grouped by row (rows ascending) as dense [num_rows, max per row] Tensors.
+
+    Args:
+        rows: int64 [n], the row of each value, ascending.
+        num_rows: int64 scalar.
+        values_list: int Tensors [n] to lay out.
+        pads: the fill value of each.
+
+    Returns:
+        `(counts, dense)`: int32 [num_rows] values per row, and one [num_rows, max count] Tensor per value.
+    """
+    ones = tf.ones_like(rows, dtype=tf.int32)
+    counts = tf.math.unsorted_segment_sum(ones, rows, num_rows)  # (rows,)
+    row_start = tf.cumsum(counts, exclusive=True)  # (rows,)
+    index = tf.cumsum(ones, exclusive=True) - tf.gather(row_start, rows)  # (n,) position within its row
+    width = tf.reduce_max(tf.concat([counts, tf.zeros([1], tf.int32)], axis=0))
+    shape = tf.stack([num_rows, tf.cast(width, tf.int64)])
+    indices = tf.stack([rows, tf.cast(index, tf.int64)], axis=1)  # (n, 2)
+    dense = [tf.scatter_nd(indices, v - pad, shape) + pad for v, pad in zip(values_list, pads)]
+    return counts, dense
+
+
+class TaggerModule(ServingModule):
+    """Serves a `BertTokenClassifier` trained by `tasks.run_ner` (see the module notes).
+
+    Raw-text outputs (padded dense; `num_words` / `num_entities` [batch] int32 say how many are real):
+    `word_labels` [batch, words] string, `word_start`/`word_end` (characters) and
+    `word_byte_start`/`word_byte_end` [batch, words] int64; `entity_type` [batch, entities] string,
+    `entity_text` string, `entity_start`/`entity_end` (characters), `entity_byte_start`/`entity_byte_end`
+    int64 (end exclusive); `logits` [batch, seq, labels]; `truncated` [batch] bool. Padding is "" and -1.
+    `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
+
+    Args:
+        model: a `BertTokenClassifier` with its trained weights.
+        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        label_names: the tag of each label id (IOB2, as in the model_dir's `task.json`).
+        assets: file name -> path of files to ship in `assets/`.
+    """
+
+    def __init__(self, model, preprocessor, label_names, assets):
+        super().__init__(preprocessor, ("text",), assets, name="tagger")
+        self.model = model
+        self.label_names = [str(name) for name in label_names]
+        if model.num_labels != len(self.label_names):
+            raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
+        self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
+        vocab = preprocessor.tokenizer.get_vocab()
+        self._is_suffix = [t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in vocab]
+
+    def answer_tokens(self, inputs):
+        logits = self.model(inputs, training=False)  # (batch, seq, labels)
+        best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
+        return {"logits": logits, "token_labels": tf.gather(tf.constant(self.label_names), best)}
+
+    def answer_text(self, texts):
+        return self._tag(texts[0], with_characters=True)
+
+    def tflite_answer_text(self, texts):
+        return self._tag(texts[0], with_characters=False)
+
+    def _tag(self, text, with_characters):
+        ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
+        inputs, truncated = self.preprocessor.pack_tokens([ids])
+        logits = self.model(inputs, training=False)  # (batch, seq, labels)
+        best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
+
+        splits = tf.cast(ids.row_splits, tf.int64)  # (batch + 1,)
+        num_rows = tf.shape(splits, out_type=tf.int64)[0] - 1
+        num_pieces = tf.shape(ids.values, out_type=tf.int64)[0]
+        piece_rows = row_ids(splits, num_pieces)  # (pieces,)
+        position = tf.range(num_pieces) - tf.gather(splits, piece_rows)  # (pieces,) index within its text
+        is_suffix = tf.gather(tf.constant(self._is_suffix), ids.values)  # (pieces,)
+        word_start = tf.logical_or(tf.logical_not(is_suffix), tf.equal(position, 0))
+        first_piece = tf.reshape(tf.where(word_start), [-1])  # (words,)
+        last_piece = tf.concat([first_piece[1:], tf.reshape(num_pieces, [1])], axis=0) - 1  # (words,)
+        word_rows = tf.gather(piece_rows, first_piece)
+        word_position = tf.gather(position, first_piece)  # (words,) piece index of the word's first piece
+        budget = tf.constant(self.seq_length - 2, tf.int64)
+        tagged = tf.reshape(tf.where(word_position < budget), [-1])  # words whose first piece was packed
+        first_piece, last_piece = tf.gather(first_piece, tagged), tf.gather(last_piece, tagged)
+        word_rows, word_position = tf.gather(word_rows, tagged), tf.gather(word_position, tagged)
+        word_byte_start = tf.gather(tf.cast(starts.values, tf.int64), first_piece)  # (words,)
+        word_byte_end = tf.gather(tf.cast(ends.values, tf.int64), last_piece)  # (words,)
+        word_label = tf.gather_nd(best, tf.stack([word_rows, word_position + 1], axis=1))  # (words,) +1: [CLS]
+
+        # Chunks: each word against its neighbours in the same text (O before the first, after the last).
+        prefix = tf.gather(tf.constant(self._prefixes, tf.int32), word_label)  # (words,)
+        type_ = tf.gather(tf.constant(self._types, tf.int32), word_label)  # (words,)
+        same_row_before = tf.concat([[False], tf.equal(word_rows[1:], word_rows[:-1])], axis=0)  # (words,)
+        same_row_after = tf.concat([same_row_before[1:], [False]], axis=0)
+        prev_prefix = tf.where(same_row_before, tf.concat([[O], prefix[:-1]], axis=0), O)
+        prev_type = tf.where(same_row_before, tf.concat([[-1], type_[:-1]], axis=0), -1)
+        next_prefix = tf.where(same_row_after, tf.concat([prefix[1:], [O]], axis=0), O)
+        next_type = tf.where(same_row_after, tf.concat([type_[1:], [-1]], axis=0), -1)
+        begins = tf.reshape(tf.where(chunk_starts(prev_prefix, prefix, prev_type, type_)), [-1])  # (entities,)
+        last_words = tf.reshape(tf.where(chunk_ends(prefix, next_prefix, type_, next_type)), [-1])  # (entities,)
+        entity_rows = tf.gather(word_rows, begins)
+        entity_type = tf.gather(type_, begins)
+        entity_byte_start = tf.gather(word_byte_start, begins)
+        entity_byte_end = tf.gather(word_byte_end, last_words)
+
+        num_words, (word_label, word_byte_start, word_byte_end) = _ragged_to_dense(
+            word_rows, num_rows, [word_label, word_byte_start, word_byte_end], [-1, -1, -1])
+        num_entities, (entity_type, entity_byte_start, entity_byte_end) = _ragged_to_dense(
+            entity_rows, num_rows, [entity_type, entity_byte_start, entity_byte_end], [-1, -1, -1])
+        labels = tf.constant(self.label_names + [""])  # index -1 (padding) reads the last entry
+        types = tf.constant(self.type_names + [""])
+        outputs = {
+            "logits": logits, "truncated": truncated,
+            "num_words": num_words, "word_labels": tf.gather(labels, tf.math.floormod(word_label, len(labels))),
+            "word_byte_start": word_byte_start, "word_byte_end": word_byte_end,
+            "num_entities": num_entities, "entity_type": tf.gather(types, tf.math.floormod(entity_type, len(types))),
+            "entity_byte_start": entity_byte_start, "entity_byte_end": entity_byte_end,
+        }
+        if with_characters:
+            outputs.update({
+                "word_start": _characters(text, word_byte_start), "word_end": _characters(text, word_byte_end),
+                "entity_start": _characters(text, entity_byte_start),
+                "entity_end": _characters(text, entity_byte_end),
+                "entity_text": _slices(text, entity_byte_start, entity_byte_end)})
+        return outputs
+
+
+def _characters(text, byte_offsets):
+    """Characters of `text[row]` before each byte offset; -1 stays -1. text [batch], byte_offsets [batch, n]."""
+    rows = tf.broadcast_to(tf.range(tf.shape(byte_offsets, out_type=tf.int64)[0])[:, None], tf.shape(byte_offsets))
+    prefix = tf.strings.substr(tf.gather(text, rows), tf.zeros_like(byte_offsets), tf.maximum(byte_offsets, 0))
+    count = tf.cast(tf.strings.length(prefix, unit="UTF8_CHAR"), tf.int64)
+    return tf.where(byte_offsets < 0, tf.constant(-1, tf.int64), count)
+
+
+def _slices(text, byte_start, byte_end):
+    """`text[row][start:end]` in bytes, "" for padding. text [batch], byte_start/byte_end [batch, n]."""
+    rows = tf.broadcast_to(tf.range(tf.shape(byte_start, out_type=tf.int64)[0])[:, None], tf.shape(byte_start))
+    return tf.strings.substr(tf.gather(text, rows), tf.maximum(byte_start, 0), tf.maximum(byte_end - byte_start, 0))

@@ -1,0 +1,100 @@
+"""Single-sentence and regression classifiers (built in-process), model_dir errors, and the predict CLI."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export.saved_model import build_module
+from model_dirs import tiny_bert_config, write_model_dir
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SST2_TEXTS = ["it 's a charming and often affecting journey . ", "unflinchingly bleak and desperate ", "",
+              "the acting , costumes , music , cinematography and sound are all astounding " * 6]
+
+
+def _classifier_dir(path, task_info, num_outputs, vocab_file, seed):
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.classifier import BertClassifier
+
+    keras.utils.set_random_seed(seed)
+    model = BertClassifier(BertEncoder(tiny_bert_config()), num_outputs)
+    return write_model_dir(path, model, task_info, vocab_file, 24), model
+
+
+def _packed(vocab_file, texts, seq_length):
+    from official_bert.data.classification_dataset import TextPairPacker
+    from official_bert.text import BertTokenizer
+
+    return TextPairPacker(BertTokenizer(vocab_file=vocab_file), seq_length)(tf.constant(texts))
+
+
+def test_single_sentence_classifier_takes_text_only(tmp_path, vocab_file):
+    info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=3)
+    module = build_module(str(model_dir), str(tmp_path))
+    assert list(module.serving_default.input_signature) == [tf.TensorSpec([None], tf.string, name="text")]
+    out = module.serving_default(tf.constant(SST2_TEXTS))
+    logits = model(_packed(vocab_file, SST2_TEXTS, 24), training=False).numpy()
+    np.testing.assert_allclose(out["logits"].numpy(), logits, atol=1e-5, rtol=0)
+    assert out["label"].numpy().tolist() == [str(i).encode() for i in logits.argmax(-1)]
+    assert out["truncated"].numpy().tolist() == [False, False, False, True]
+
+
+def test_regression_gives_a_score(tmp_path, vocab_file):
+    info = {"task": "STS-B", "label_names": [], "is_regression": True, "num_classes": 1}
+    model_dir, model = _classifier_dir(tmp_path / "stsb", info, 1, vocab_file, seed=4)
+    module = build_module(str(model_dir), str(tmp_path))
+    first, second = SST2_TEXTS[:2], SST2_TEXTS[2:]
+    out = module.serving_default(tf.constant(first), tf.constant(second))
+    assert set(out) == {"score", "truncated"}
+    from official_bert.data.classification_dataset import TextPairPacker
+    from official_bert.text import BertTokenizer
+
+    inputs = TextPairPacker(BertTokenizer(vocab_file=vocab_file), 24)(tf.constant(first), tf.constant(second))
+    np.testing.assert_allclose(out["score"].numpy(), model(inputs, training=False).numpy()[:, 0], atol=1e-5)
+
+
+def test_model_dir_errors_name_the_problem(tmp_path, vocab_file):
+    info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    model_dir, _ = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=3)
+    with pytest.raises(ValueError, match="max_seq_length=65 must be between 3 and the model's max_position_embeddings=64"):
+        build_module(str(model_dir), str(tmp_path), max_seq_length=65)
+    os.remove(model_dir / "model.weights.h5")
+    with pytest.raises(FileNotFoundError, match="no model.weights.h5"):
+        build_module(str(model_dir), str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="model_dir not found"):
+        build_module(str(tmp_path / "nowhere"), str(tmp_path))
+
+
+def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
+    from official_bert.models.entity_tagger import EntityTagger
+
+    base = tmp_path / "model"
+    base.mkdir()
+    os.symlink(exports["tagger"], base / "2")
+    os.symlink(exports["classifier"], base / "10")  # numerically the latest
+    command = [sys.executable, "-m", "export.predict"]
+    result = subprocess.run(command + [f"--export_dir={base}", "The cat sat.", "A cat was sitting."], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    answer = json.loads(result.stdout)
+    assert set(answer) == {"label", "label_id", "logits", "probabilities", "truncated"}
+    assert answer["label"] == str(answer["label_id"]) and answer["truncated"] is False
+
+    # A version directory itself; the CLI's function, in-process (one more subprocess would only repeat the above).
+    from export.predict import predict
+
+    text = "SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT ."
+    answer = json.loads(json.dumps(predict(str(base / "2"), [text])))
+    expected = EntityTagger.from_model_dir(str(ner_dir))([text])[0]
+    assert [{"type": t, "start": s, "end": e, "text": x} for t, s, e, x in zip(
+        answer["entity_type"], answer["entity_start"], answer["entity_end"], answer["entity_text"])] == expected
+    assert len(expected) > 0

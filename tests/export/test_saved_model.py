@@ -1,0 +1,225 @@
+"""export.saved_model: layout and versions, allowed ops only, answers in a fresh process equal the Python models'."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export.ops import ALLOWED_OPS, SAVER_OPS, TF_TEXT_OPS, disallowed_ops, graph_ops, saved_model_ops, signature_ops
+from export.saved_model import save
+from export.warmup import WARMUP_FILE, read_warmup_file
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SIGNATURES = {"serving_default", "serve_examples", "serve_tokens"}
+
+
+@pytest.fixture(scope="module")
+def mrpc_pairs(shared_data):
+    from official_bert.data.glue import read_glue_tsv
+
+    examples = read_glue_tsv("MRPC", str(shared_data / "glue" / "MRPC" / "dev.tsv"), "dev")
+    return list(examples.text_a[:40]), list(examples.text_b[:40])
+
+
+@pytest.fixture(scope="module")
+def conll_texts(shared_data):
+    from official_bert.data.conll import read_conll
+
+    sentences = read_conll(str(shared_data / "conll2003" / "hf-iob2" / "test.txt")).words[:120]
+    return [" ".join(words) for words in sentences]
+
+
+def test_cli_writes_the_next_version_with_assets_and_warmup(classifier_dir, vocab_file, tmp_path):
+    base = tmp_path / "mrpc"
+    (base / "3").mkdir(parents=True)  # an existing version: the next one is 4
+    result = subprocess.run([sys.executable, "-m", "export.saved_model", f"--model_dir={classifier_dir}",
+                             f"--export_dir={base}"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    version = base / "4"
+    assert sorted(os.listdir(base)) == ["3", "4"]  # no temporary directory left behind
+    assert (version / "saved_model.pb").is_file() and (version / "variables" / "variables.index").is_file()
+    assert (version / "assets" / "vocab.txt").read_text() == pathlib.Path(vocab_file).read_text()
+    assert (version / "assets" / "labels.txt").read_text() == "0\n1\n"
+    requests = read_warmup_file(version / "assets.extra" / WARMUP_FILE)
+    assert [name for name, _ in requests] == ["serving_default", "serve_examples", "serve_tokens"]
+    assert set(requests[0][1]) == {"text", "text_b"} and requests[0][1]["text"].shape == (2,)
+    assert requests[2][1]["input_word_ids"].shape == (2, 64)
+
+    # saved_model_cli (TF's own inspector) lists the signatures and their inputs.
+    cli = pathlib.Path(sys.executable).parent / "saved_model_cli"
+    shown = subprocess.run([str(cli), "show", "--dir", str(version), "--all"], capture_output=True, text=True,
+                           timeout=300)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    for name in SIGNATURES:
+        assert f"signature_def['{name}']" in shown.stdout
+    for name in ("text_b", "examples", "input_word_ids", "logits", "label", "truncated"):
+        assert f"['{name}'] tensor_info" in shown.stdout, name
+
+
+def test_an_existing_version_is_never_overwritten(exports):
+    base, version = os.path.split(exports["classifier"])
+    before = os.path.getmtime(os.path.join(exports["classifier"], "saved_model.pb"))
+    with pytest.raises(FileExistsError, match="versions are never overwritten"):
+        save(None, base, version=int(version))
+    assert os.path.getmtime(os.path.join(exports["classifier"], "saved_model.pb")) == before
+
+
+@pytest.mark.parametrize("kind", ["classifier", "tagger"])
+def test_every_signature_uses_only_serving_safe_ops(exports, kind):
+    ops = signature_ops(exports[kind])
+    assert set(ops) == SIGNATURES
+    for name, signature_op_set in ops.items():
+        assert disallowed_ops(signature_op_set) == set(), name
+        assert ("FastBertNormalize" in signature_op_set) == (name != "serve_tokens"), name
+    assert TF_TEXT_OPS <= ops["serving_default"]
+    # Everything else in the file (the TFLite form, save/restore functions) stays within core TF too.
+    assert disallowed_ops(saved_model_ops(exports[kind]), ALLOWED_OPS | SAVER_OPS) == set()
+
+
+def test_the_op_listing_catches_other_tf_text_ops():
+    import tensorflow_text as tf_text
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def split(text):
+        return tf_text.regex_split_with_offsets(text, r"\s")[0].flat_values
+
+    ops = graph_ops(split.get_concrete_function().graph.as_graph_def())
+    assert "RegexSplitWithOffsets" in disallowed_ops(ops)
+
+
+def _fresh_process_outputs(tmp_path, models):
+    """Runs every signature of each SavedModel in a process that imports only tensorflow and tensorflow_text."""
+    (tmp_path / "models.json").write_text(json.dumps(models), encoding="utf-8")
+    script = textwrap.dedent(f"""
+        import json, sys
+        import numpy as np
+        import tensorflow as tf
+        import tensorflow_text  # registers the two tf-text kernels; nothing of the project is imported
+        models = json.load(open({str(tmp_path / "models.json")!r}, encoding="utf-8"))
+        for name, spec in models.items():
+            model = tf.saved_model.load(spec["dir"])
+            texts = {{k: tf.constant(v) for k, v in spec["texts"].items()}}
+            examples = [tf.train.Example(features=tf.train.Features(feature={{
+                k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v[i].encode()]))
+                for k, v in spec["texts"].items()}})).SerializeToString() for i in range(len(spec["texts"]["text"]))]
+            tokens = {{k: tf.constant(v, tf.int32) for k, v in spec["tokens"].items()}}
+            out = {{}}
+            for signature, inputs in (("serving_default", texts), ("serve_examples", {{"examples": tf.constant(examples)}}),
+                                      ("serve_tokens", tokens)):
+                out.update({{f"{{signature}}/{{k}}": v.numpy() for k, v in model.signatures[signature](**inputs).items()}})
+            np.savez(spec["out"], **out)
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "export", "tasks")))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}
+
+
+@pytest.fixture(scope="module")
+def fresh_outputs(exports, classifier_dir, mrpc_pairs, conll_texts, tmp_path_factory):
+    from official_bert.data.classification_dataset import TextPairPacker
+    from official_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(vocab_file=str(classifier_dir / "vocab.txt"))
+    first, second = mrpc_pairs
+    pair_tokens = TextPairPacker(tokenizer, 64)(tf.constant(first), tf.constant(second))
+    ner_tokens = TextPairPacker(tokenizer, 48)(tf.constant(conll_texts))
+    tmp = tmp_path_factory.mktemp("fresh")
+    models = {
+        "classifier": {"dir": exports["classifier"], "texts": {"text": first, "text_b": second},
+                       "tokens": {k: v.numpy().tolist() for k, v in pair_tokens.items()}},
+        "tagger": {"dir": exports["tagger"], "texts": {"text": conll_texts},
+                   "tokens": {k: v.numpy().tolist() for k, v in ner_tokens.items()}},
+    }
+    for name, spec in models.items():
+        spec["out"] = str(tmp / f"{name}.npz")
+    return _fresh_process_outputs(tmp, models), {k: v.numpy() for k, v in pair_tokens.items()}, \
+        {k: v.numpy() for k, v in ner_tokens.items()}
+
+
+def _python_model(model_dir, kind):
+    import keras
+
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.models.classifier import BertClassifier
+    from official_bert.models.token_classifier import BertTokenClassifier
+
+    keras.config.set_dtype_policy("float32")
+    config = BertConfig.from_json_file(str(model_dir / "bert_config.json"))
+    task = json.loads((model_dir / "task.json").read_text())
+    model = (BertClassifier if kind == "classifier" else BertTokenClassifier)(BertEncoder(config),
+                                                                             len(task["label_names"]))
+    model.load_weights(str(model_dir / "model.weights.h5"))
+    return model
+
+
+def test_classifier_answers_equal_the_python_model(fresh_outputs, classifier_dir):
+    outputs, tokens, _ = fresh_outputs
+    out = outputs["classifier"]
+    logits = _python_model(classifier_dir, "classifier")(tokens, training=False).numpy()  # (40, 2)
+    for signature in ("serving_default", "serve_examples", "serve_tokens"):
+        np.testing.assert_allclose(out[f"{signature}/logits"], logits, atol=1e-5, rtol=0)
+        np.testing.assert_array_equal(out[f"{signature}/label_id"], logits.argmax(-1))
+        assert out[f"{signature}/label"].tolist() == [str(i).encode() for i in logits.argmax(-1)]
+        np.testing.assert_allclose(out[f"{signature}/probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-6)
+    assert len(set(logits.argmax(-1))) == 2  # both labels occur: the check is not vacuous
+    # Pieces beyond 64 - 3 are cut: the flag says which pairs.
+    lengths = tokens["input_mask"].sum(-1)
+    truncated = out["serving_default/truncated"]
+    assert truncated.any() and not truncated.all()
+    assert (lengths[truncated] == 64).all()
+    np.testing.assert_array_equal(out["serve_examples/truncated"], truncated)
+
+
+def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, ner_dir, conll_texts):
+    from official_bert.models.entity_tagger import EntityTagger
+
+    outputs, _, tokens = fresh_outputs
+    out = outputs["tagger"]
+    tagger = EntityTagger.from_model_dir(str(ner_dir))
+    expected = tagger(conll_texts)
+    split = tagger.split_words(conll_texts)
+    compared = 0
+    for i, text in enumerate(conll_texts):
+        num_pieces = sum(len(p) for p in split[i][0])
+        assert out["serving_default/truncated"][i] == (num_pieces > 46)
+        if num_pieces > 46:  # EntityTagger goes on in a second window; the export cuts and says so
+            assert out["serving_default/num_words"][i] < len(split[i][0])
+            continue
+        n = out["serving_default/num_entities"][i]
+        got = [{"type": out["serving_default/entity_type"][i, j].decode(),
+                "start": int(out["serving_default/entity_start"][i, j]),
+                "end": int(out["serving_default/entity_end"][i, j]),
+                "text": out["serving_default/entity_text"][i, j].decode()} for j in range(n)]
+        assert got == expected[i], text
+        words = out["serving_default/num_words"][i]
+        assert words == len(split[i][0])
+        assert [tuple(s) for s in zip(out["serving_default/word_start"][i, :words],
+                                      out["serving_default/word_end"][i, :words])] == split[i][1]
+        compared += len(got)
+    assert compared > 100
+    assert out["serving_default/truncated"].any()
+    for key in ("num_entities", "entity_type", "entity_start", "entity_end", "word_labels", "entity_byte_end"):
+        np.testing.assert_array_equal(out[f"serve_examples/{key}"], out[f"serving_default/{key}"], err_msg=key)
+    logits = _python_model(ner_dir, "tagger")(tokens, training=False).numpy()  # (120, 48, 9)
+    np.testing.assert_allclose(out["serve_tokens/logits"], logits, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(out["serving_default/logits"], logits, atol=1e-5, rtol=0)
+    labels = np.array(tagger.label_names, dtype=object)[logits.argmax(-1)]
+    assert out["serve_tokens/token_labels"].astype(str).tolist() == labels.tolist()
+
+
+@pytest.mark.parametrize("kind", ["classifier", "tagger"])
+def test_warmup_requests_replay_against_the_model(exports, kind):
+    model = tf.saved_model.load(exports[kind])
+    requests = read_warmup_file(os.path.join(exports[kind], "assets.extra", WARMUP_FILE))
+    answers = [model.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
+    # The three forms of the same two texts give the same logits.
+    np.testing.assert_allclose(answers[0]["logits"], answers[1]["logits"], atol=1e-6)
+    np.testing.assert_allclose(answers[0]["logits"], answers[2]["logits"], atol=1e-6)

@@ -1,0 +1,92 @@
+"""export.tflite: the exported signatures in LiteRT with tf-text's kernels only; float outputs equal the SavedModel's."""
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export import tflite
+
+litert = pytest.importorskip("ai_edge_litert.interpreter")
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and the café " * 12,
+         "EU rejects German call to boycott British lamb ."]
+SECOND = ["He went to Belgium.", "Nothing here", "short", ""]
+
+
+def _compare(lite_outputs, saved_outputs):
+    assert set(lite_outputs) <= set(saved_outputs)
+    for name, value in lite_outputs.items():
+        expected = saved_outputs[name].numpy()
+        assert value.shape == expected.shape, name
+        if value.dtype.kind == "f":
+            np.testing.assert_allclose(value, expected, atol=1e-5, rtol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(value, expected, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def classifier_lite(exports, tmp_path_factory):
+    """The classifier's serving_default converted by the CLI, float32."""
+    output = tmp_path_factory.mktemp("lite") / "mrpc.tflite"
+    result = subprocess.run([sys.executable, "-m", "export.tflite", f"--saved_model_dir={exports['classifier']}",
+                             f"--output={output}", "--quantize=none"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output.read_bytes()
+
+
+def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite):
+    assert tflite.custom_ops(classifier_lite) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+    interpreter = tflite.interpreter(classifier_lite)
+    assert interpreter.get_signature_list()["serving_default"]["inputs"] == ["text", "text_b"]
+    lite = interpreter.get_signature_runner("serving_default")(text=np.array(TEXTS, object),
+                                                              text_b=np.array(SECOND, object))
+    assert set(lite) == {"logits", "probabilities", "label", "label_id", "truncated"}  # strings work too
+    saved = tf.saved_model.load(exports["classifier"]).signatures["serving_default"](
+        text=tf.constant(TEXTS), text_b=tf.constant(SECOND))
+    _compare(lite, saved)
+    assert lite["truncated"].tolist() == [False, False, True, False]
+
+
+def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports):
+    model = tflite.convert(exports["tagger"], "serving_default", "none")
+    lite = tflite.interpreter(model).get_signature_runner("serving_default")(text=np.array(TEXTS, object))
+    saved = tf.saved_model.load(exports["tagger"]).signatures["serving_default"](text=tf.constant(TEXTS))
+    # TFLite has no string slicing: the entities come with byte offsets only.
+    assert set(saved) - set(lite) == {"entity_text", "entity_start", "entity_end", "word_start", "word_end"}
+    _compare(lite, saved)
+    assert lite["num_entities"].sum() > 0
+
+
+@pytest.mark.parametrize("quantize", ["float16", "dynamic_int8"])
+def test_quantized_classifier_runs_smaller(exports, classifier_lite, quantize):
+    model = tflite.convert(exports["classifier"], "serving_default", quantize)
+    assert tflite.custom_ops(model) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+    assert len(model) < len(classifier_lite)
+    lite = tflite.interpreter(model).get_signature_runner("serving_default")(
+        text=np.array(TEXTS, object), text_b=np.array(SECOND, object))
+    reference = tflite.interpreter(classifier_lite).get_signature_runner("serving_default")(
+        text=np.array(TEXTS, object), text_b=np.array(SECOND, object))
+    np.testing.assert_allclose(lite["probabilities"].sum(-1), 1.0, atol=1e-5)
+    # Quantized weights move the logits a little, not the tokenization.
+    np.testing.assert_allclose(lite["logits"], reference["logits"], atol=0.25)
+    np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
+
+
+def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
+    model = tflite.convert(exports["classifier"], "serve_tokens", "none")
+    assert tflite.custom_ops(model) == set()
+    pad = [0] * 58  # to the export's sequence length, 64
+    inputs = {"input_word_ids": np.array([[101, 7592, 102, 2088, 102, 0] + pad], np.int32),
+              "input_mask": np.array([[1, 1, 1, 1, 1, 0] + pad], np.int32),
+              "input_type_ids": np.array([[0, 0, 0, 1, 1, 0] + pad], np.int32)}
+    lite = tflite.interpreter(model).get_signature_runner("serve_tokens")(**inputs)
+    saved = tf.saved_model.load(exports["classifier"]).signatures["serve_tokens"](
+        **{k: tf.constant(v) for k, v in inputs.items()})
+    _compare(lite, saved)
+    with pytest.raises(ValueError, match="ParseExampleV2"):
+        tflite.convert(exports["classifier"], "serve_examples", "none")
