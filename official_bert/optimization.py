@@ -32,6 +32,49 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
 
 
+class _ClipSummedGradients:
+    """Mixin for a Keras optimizer: clips the gradient of the whole batch, summed over the replicas, by its global
+    norm.
+
+    Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed, so under a
+    `tf.distribute` strategy with several replicas the update differs from one device's for the same batch.
+    BERT's recipe, like the Model Garden's explicit all-reduce, clips the summed gradient; this does that
+    (on one device the two are the same).
+
+    Args:
+        clip_norm: the global norm (None: no clipping).
+    """
+
+    def __init__(self, *args, clip_norm=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clip_norm = clip_norm
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
+        present = [i for i, (g, _) in enumerate(grads_and_vars) if g is not None]
+        if self.clip_norm is None or not present:
+            return grads_and_vars
+        import tensorflow as tf
+
+        clipped, _ = tf.clip_by_global_norm([grads_and_vars[i][0] for i in present], self.clip_norm)
+        for i, grad in zip(present, clipped):
+            grads_and_vars[i] = (grad, grads_and_vars[i][1])
+        return grads_and_vars
+
+    def get_config(self):
+        return {**super().get_config(), "clip_norm": self.clip_norm}
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` clipping the replicas' summed gradient (see `_ClipSummedGradients`)."""
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class Lamb(_ClipSummedGradients, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` clipping the replicas' summed gradient (see `_ClipSummedGradients`)."""
+
+
 def create_optimizer(learning_rate, total_steps, warmup_steps, optimizer="adamw", weight_decay=0.01,
                      epsilon=1e-6, clip_norm=1.0):
     """Builds the fine-tuning / pre-training optimizer.
@@ -43,15 +86,15 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, optimizer="adamw"
         optimizer: "adamw" (decoupled weight decay, as BERT and HF) or "lamb".
         weight_decay: decoupled weight decay, skipped for LayerNorm and bias variables.
         epsilon: Adam epsilon (1e-6 as Google BERT; HF's Trainer uses 1e-8).
-        clip_norm: global-norm gradient clipping (None to disable).
+        clip_norm: global-norm clipping of the gradient of the whole (global) batch (None to disable).
     """
     schedule = WarmupLinearDecay(learning_rate, total_steps, warmup_steps)
     if optimizer == "adamw":
-        opt = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
-                                     epsilon=epsilon, global_clipnorm=clip_norm)
+        opt = AdamW(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=epsilon,
+                    clip_norm=clip_norm)
     elif optimizer == "lamb":
-        opt = keras.optimizers.Lamb(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999,
-                                    epsilon=epsilon, global_clipnorm=clip_norm)
+        opt = Lamb(learning_rate=schedule, weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=epsilon,
+                   clip_norm=clip_norm)
     else:
         raise ValueError(f"optimizer must be 'adamw' or 'lamb', got {optimizer!r}")
     opt.exclude_from_weight_decay(var_names=NO_DECAY_NAMES)

@@ -1,0 +1,270 @@
+"""tasks.run_pretraining end to end through the CLI with a tiny model: train, evaluate, resume after SIGKILL,
+MirroredStrategy over two logical CPUs equal to one device, MultiWorkerMirroredStrategy with two processes,
+dynamic masking from raw text."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEQ, PREDICTIONS, VOCAB = 16, 4, 100
+
+
+def _write_records(path, count, seed):
+    """Pre-training records with Google's feature names and types (random tokens; 1 to 4 predictions each, so
+    replicas of a batch hold different numbers of masked tokens)."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for _ in range(count):
+            length = int(rng.integers(8, SEQ + 1))
+            ids = np.zeros(SEQ, np.int64)
+            ids[:length] = rng.integers(5, VOCAB, length)
+            used = int(rng.integers(1, PREDICTIONS + 1))
+            positions = np.zeros(PREDICTIONS, np.int64)
+            positions[:used] = np.sort(rng.choice(np.arange(1, length - 1), used, replace=False))
+            labels = np.zeros(PREDICTIONS, np.int64)
+            labels[:used] = ids[positions[:used]]
+            weights = (np.arange(PREDICTIONS) < used).astype(np.float32)
+            features = {"input_ids": ints(ids), "input_mask": ints(np.arange(SEQ) < length),
+                        "segment_ids": ints((np.arange(SEQ) >= length // 2) & (np.arange(SEQ) < length)),
+                        "masked_lm_positions": ints(positions), "masked_lm_ids": ints(labels),
+                        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights.tolist())),
+                        "next_sentence_labels": ints([rng.integers(0, 2)])}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Two training shards, one eval file, and tiny BERT configs (with and without dropout)."""
+    root = tmp_path_factory.mktemp("pretraining_corpus")
+    _write_records(root / "train-0.tfrecord", 48, seed=0)
+    _write_records(root / "train-1.tfrecord", 48, seed=1)
+    _write_records(root / "eval.tfrecord", 40, seed=2)
+    tiny = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                max_position_embeddings=SEQ)
+    (root / "config.json").write_text(json.dumps(tiny))
+    (root / "config_no_dropout.json").write_text(json.dumps(
+        {**tiny, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}))
+    return root
+
+
+def _args(corpus, model_dir, *extra, config="config.json"):
+    return [f"--input_files={corpus / 'train-*.tfrecord'}", f"--bert_config_file={corpus / config}",
+            f"--model_dir={model_dir}", "--train_batch_size=8", f"--max_seq_length={SEQ}",
+            f"--max_predictions_per_seq={PREDICTIONS}", "--num_warmup_steps=2", "--learning_rate=1e-2",
+            "--log_steps=1", *extra]
+
+
+def _run(args, env=None):
+    result = subprocess.run([sys.executable, "-m", "tasks.run_pretraining", *args], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _step_losses(log):
+    """(step, loss) of every `step k/N: ... loss=X` log line, in order."""
+    return [(int(m.group(1)), float(m.group(2))) for m in re.finditer(r"step (\d+)/\d+: .*?\bloss=([-\d.]+)", log)]
+
+
+def _tensors(directory):
+    from safetensors.numpy import load_file
+
+    return load_file(os.path.join(directory, "model.safetensors"))
+
+
+# Runs the CLI's main on two logical CPU devices, once per strategy in $STRATEGIES, into <model_dir>/<strategy>.
+_TWO_CPUS = """
+import logging, os, sys
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from absl import flags
+from tasks import run_pretraining
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+flags.FLAGS(sys.argv)
+base = flags.FLAGS.model_dir
+for strategy in os.environ["STRATEGIES"].split(","):
+    flags.FLAGS.distribution_strategy = strategy
+    flags.FLAGS.model_dir = f"{base}/{strategy}"
+    run_pretraining.main(None)
+"""
+
+
+def _two_cpus(corpus, model_dir, strategies):
+    """The command and environment of a `_TWO_CPUS` run (8 steps, a checkpoint every step, eval on 40 records)."""
+    args = _args(corpus, model_dir, "--num_train_steps=8", "--checkpoint_steps=1", "--do_eval",
+                 f"--eval_files={corpus / 'eval.tfrecord'}", "--eval_batch_size=8", config="config_no_dropout.json")
+    return [sys.executable, "-c", _TWO_CPUS, *args], {**os.environ, "STRATEGIES": strategies}
+
+
+@pytest.fixture(scope="module")
+def reference_runs(corpus, tmp_path_factory):
+    """One unbroken run on one device and one on two mirrored replicas (same flags, dropout 0), and their log."""
+    base = tmp_path_factory.mktemp("reference_runs")
+    command, env = _two_cpus(corpus, base, "one_device,mirrored")
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return base, result.stderr
+
+
+def test_train_and_evaluate_outputs(reference_runs):
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.models.pretrainer import BertPretrainer, load_pretrainer_weights
+
+    base, log = reference_runs
+    run = base / "one_device"
+    for name in ("bert_config.json", "task.json", "train_results.json", "model.weights.h5", "eval_results.json",
+                 "encoder/model.safetensors", "pretrainer/model.safetensors", "checkpoints/ckpt-8.index"):
+        assert (run / name).is_file(), name
+    assert "masked_lm_accuracy=" in log and "next_sentence_accuracy=" in log
+    assert os.listdir(run / "logs" / "train"), "no TensorBoard events"
+    results = json.loads((run / "eval_results.json").read_text())
+    assert results["examples"] == 40 and results["global_step"] == 8
+    assert 40 <= results["masked_lm_predictions"] <= 40 * PREDICTIONS
+    assert 0 <= results["masked_lm_accuracy"] <= 1 and 0 <= results["next_sentence_accuracy"] <= 1
+    assert results["masked_lm_loss"] > 0 and results["next_sentence_loss"] > 0
+    train = json.loads((run / "train_results.json").read_text())
+    assert train["steps"] == 8
+    assert train["final_loss"] == pytest.approx(_step_losses(log)[7][1], abs=1e-4)  # the last step's logged loss
+    assert json.loads((run / "task.json").read_text())["max_predictions_per_seq"] == PREDICTIONS
+    pretrainer = BertPretrainer(BertEncoder(BertConfig.from_json_file(run / "bert_config.json")))
+    assert load_pretrainer_weights(pretrainer, run / "pretrainer") == {"masked_lm": True, "next_sentence": True}
+
+
+def test_mirrored_over_two_cpus_gives_the_loss_of_one_device(reference_runs):
+    """Same global batch on one device and split over two replicas (dropout 0): the same loss at every step,
+    the same weights and eval figures. The replicas hold different numbers of masked tokens, so this needs the
+    global masked-LM mean, and gradient clipping on the summed gradient."""
+    base, log = reference_runs
+    assert "on 1 replica(s), one_device" in log and "on 2 replica(s), mirrored" in log
+    losses = _step_losses(log)
+    assert [step for step, _ in losses] == list(range(1, 9)) * 2
+    np.testing.assert_allclose([loss for _, loss in losses[8:]], [loss for _, loss in losses[:8]], rtol=1e-5)
+    assert losses[0][1] != pytest.approx(losses[7][1], rel=1e-3), "the weights did not move"
+    single, mirrored = _tensors(base / "one_device" / "pretrainer"), _tensors(base / "mirrored" / "pretrainer")
+    for name in single:
+        np.testing.assert_allclose(mirrored[name], single[name], atol=2e-5, err_msg=name)
+    one = json.loads((base / "one_device" / "eval_results.json").read_text())
+    two = json.loads((base / "mirrored" / "eval_results.json").read_text())
+    assert one["examples"] == two["examples"] == 40 and one["masked_lm_predictions"] == two["masked_lm_predictions"]
+    for key in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy"):
+        assert two[key] == pytest.approx(one[key], abs=1e-5), key
+
+
+def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path):
+    command, env = _two_cpus(corpus, tmp_path, "one_device")
+    killed = tmp_path / "one_device"
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (killed / "checkpoints" / "ckpt-3.index").exists() and process.poll() is None:
+        assert time.time() < deadline, "no checkpoint written"
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "pretrainer").exists(), "the run finished before it could be killed"
+    resumed = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Resumed from" in resumed.stderr
+    assert min(step for step, _ in _step_losses(resumed.stderr)) > 3, "the resumed run started over"
+    unbroken = reference_runs[0] / "one_device"
+    a, b = _tensors(unbroken / "pretrainer"), _tensors(killed / "pretrainer")
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert (json.loads((killed / "eval_results.json").read_text())
+            == json.loads((unbroken / "eval_results.json").read_text()))
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus, tmp_path):
+    model_dir = tmp_path / "run"
+    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    processes, logs = [], []
+    for index in range(2):
+        temp = tmp_path / f"tmp{index}"
+        temp.mkdir()
+        env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+        log = open(tmp_path / f"worker{index}.log", "w+")
+        logs.append(log)
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "tasks.run_pretraining",
+             *_args(corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+                    "--distribution_strategy=multi_worker_mirrored")],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+    try:
+        for process in processes:
+            process.wait(timeout=400)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    outputs = []
+    for log in logs:
+        log.seek(0)
+        outputs.append(log.read())
+        log.close()
+    for process, output in zip(processes, outputs):
+        assert process.returncode == 0, output[-3000:]
+        assert "on 2 replica(s), multi_worker_mirrored" in output
+    # Both workers trained the same steps in lockstep, on one global batch.
+    assert _step_losses(outputs[0]) == _step_losses(outputs[1]) and len(_step_losses(outputs[0])) == 4
+    # Only the chief wrote the run's files; the other worker's temporary directory is gone.
+    for name in ("checkpoints/ckpt-2.index", "checkpoints/ckpt-4.index", "train_results.json",
+                 "pretrainer/model.safetensors", "encoder/model.safetensors", "model.weights.h5"):
+        assert (model_dir / name).is_file(), name
+    assert json.loads((model_dir / "train_results.json").read_text())["steps"] == 4
+    assert not [p for p in (tmp_path / "tmp1").iterdir() if p.name.startswith("run_pretraining_worker_")]
+
+
+def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, tiny_checkpoint, tmp_path):
+    """Raw text, masked on the fly, into an HF BertModel directory (no heads: they start fresh)."""
+    with open(shared_data / "squad" / "v1.1" / "dev-v1.1.json", encoding="utf-8") as f:
+        articles = json.load(f)["data"][:2]
+    lines = []
+    for article in articles:  # one document per paragraph, one sentence per line
+        for paragraph in article["paragraphs"][:4]:
+            lines += [s.strip() + "." for s in paragraph["context"].split(". ") if s.strip()] + [""]
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(lines), encoding="utf-8")
+    model_dir = tmp_path / "run"
+    result = _run([f"--text_files={text}", f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={model_dir}",
+                   "--train_batch_size=8", "--max_seq_length=64", "--max_predictions_per_seq=10",
+                   "--num_train_steps=2", "--num_warmup_steps=1", "--log_steps=1", "--do_eval",
+                   f"--eval_files={text}", "--eval_batch_size=8", "--max_eval_steps=1"])
+    assert "masked-LM head freshly initialised, next-sentence head freshly initialised" in result.stderr
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["examples"] == 8 and results["masked_lm_predictions"] > 8
+    assert (model_dir / "vocab.txt").read_text() == (tiny_checkpoint / "vocab.txt").read_text()
+    assert (model_dir / "encoder" / "vocab.txt").is_file()
+
+
+def test_a_glob_matching_nothing_is_an_error(corpus, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "tasks.run_pretraining",
+                             *_args(corpus, tmp_path, "--num_train_steps=1"),
+                             f"--input_files={tmp_path / 'missing-*.tfrecord'}"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in result.stderr
