@@ -2,11 +2,14 @@
 
     python -m export.predict --export_dir=out/export/sst2 "a charming and often affecting journey"
     python -m export.predict --export_dir=out/export/mrpc/1 "The cat sat." "A cat was sitting."
+    python -m export.predict --export_dir=out/export/squad "Who flew?" "Peter Blackburn flew to Brussels."
+    python -m export.predict --export_dir=out/export/pretraining "The cat sat on the [MASK]."
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
-texts go to `serving_default` in order (`text`, then `text_b`); the JSON holds that one example's outputs:
-strings decoded as UTF-8, by default only the outputs with at most one value per token or class
-(`--outputs=sequence_output,...` names others, e.g. the encoder's `sequence_output` or the tagger's `logits`).
+texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`); the JSON
+holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
+value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
+names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
 Only tensorflow and tensorflow_text are imported to run the model.
 """
 
@@ -27,6 +30,17 @@ def resolve_version_dir(export_dir):
     return os.path.join(export_dir, str(versions[-1]))
 
 
+# Left out by default: one value per position of the packed sequence (SQuAD's span logits).
+_PER_POSITION_OUTPUTS = ("start_logits", "end_logits")
+
+
+def _default_output(name, value):
+    """Printed without --outputs: rank <= 2 (per class, word or entity), or the masked LM's top-k lists."""
+    if name in _PER_POSITION_OUTPUTS:
+        return False
+    return value.shape.rank <= 2 or name.startswith("top_k_")
+
+
 def _jsonable(value):
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         value = value.tolist()
@@ -43,7 +57,8 @@ def predict(export_dir, texts, output_names=None):
     Args:
         export_dir: a version directory or the base directory.
         texts: the example's strings (or UTF-8 bytes), one per text input of the signature, in order.
-        output_names: outputs to return; None: those of rank <= 2 (one value per class, word or entity).
+        output_names: outputs to return; None: those of rank <= 2 (one value per class, word, entity or
+            answer) but SQuAD's per-position `start_logits` / `end_logits`, and the masked LM's `top_k_*`.
 
     Returns:
         dict output name -> JSON-ready value for this example.
@@ -59,7 +74,7 @@ def predict(export_dir, texts, output_names=None):
         raise ValueError(f"the model takes {len(order)} text(s) ({', '.join(order)}), got {len(texts)}")
     outputs = signature(**{name: tf.constant([text]) for name, text in zip(order, texts)})
     if output_names is None:
-        output_names = [name for name, value in outputs.items() if value.shape.rank <= 2]
+        output_names = [name for name, value in outputs.items() if _default_output(name, value)]
     unknown = set(output_names) - set(outputs)
     if unknown:
         raise ValueError(f"no output(s) {sorted(unknown)}; the signature has {sorted(outputs)}")
@@ -82,5 +97,6 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
-    flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2.")
+    flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
+                        "start_logits / end_logits) and top_k_*.")
     app.run(main)

@@ -3,13 +3,14 @@
     python -m export.saved_model --model_dir=out/sst2 --export_dir=out/export/sst2
     python -m export.saved_model --model_dir=../shared/data/all-MiniLM-L6-v2 --export_dir=out/export/minilm
 
---model_dir is a run directory of `tasks.run_classifier` or `tasks.run_ner` (`task.json`, `bert_config.json`,
-`vocab.txt`, `model.weights.h5`), or a Hugging Face / Google checkpoint directory for an encoder-only
-export. Writes `<export_dir>/<version>/` (TF Serving's layout; --version defaults to one more than the
-highest numeric version there, and an existing version is never overwritten): `saved_model.pb`,
-`variables/`, `assets/` (`vocab.txt`, `labels.txt`) and `assets.extra/tf_serving_warmup_requests`. The
-version is written under a temporary name and renamed when complete, so a watching server never loads a
-half-written one. Signatures: see `export/serving_module.py` and the README.
+--model_dir is a run directory of `tasks.run_classifier`, `tasks.run_ner`, `tasks.run_squad` or
+`tasks.run_pretraining` (`task.json`, `bert_config.json`, `vocab.txt`, `model.weights.h5`), or a Hugging
+Face / Google checkpoint directory for an encoder-only export. Writes `<export_dir>/<version>/` (TF Serving's
+layout; --version defaults to one more than the highest numeric version there, and an existing version is
+never overwritten): `saved_model.pb`, `variables/`, `assets/` (`vocab.txt`, `labels.txt`) and
+`assets.extra/tf_serving_warmup_requests`. The version is written under a temporary name and renamed when
+complete, so a watching server never loads a half-written one. Signatures: see `export/serving_module.py` and
+the README.
 """
 
 import json
@@ -23,6 +24,10 @@ FLAGS = flags.FLAGS
 
 # task.json "task" -> module kind; every other task name is a GLUE classification task.
 _TAGGING_TASKS = ("ner",)
+_SQUAD_TASK = "squad"
+_PRETRAINING_TASK = "pretraining"
+# tasks.run_squad's defaults, for model_dirs written before it saved its answer settings in task.json.
+_SQUAD_DEFAULTS = {"max_query_length": 64, "max_answer_length": 30, "null_score_diff_threshold": 0.0}
 DEFAULT_ENCODER_SEQ_LENGTH = 128
 
 
@@ -43,7 +48,7 @@ def _write_lines(path, lines):
     return path
 
 
-def _task_module(model_dir, task, max_seq_length, staging_dir):
+def _task_module(model_dir, task, max_seq_length, staging_dir, top_k=None):
     """The module of a `tasks.run_*` model_dir."""
     from export.classifier_module import ClassifierModule
     from export.preprocessing import TextPreprocessor
@@ -53,14 +58,19 @@ def _task_module(model_dir, task, max_seq_length, staging_dir):
     for name in ("bert_config.json", "vocab.txt", "model.weights.h5"):
         if not os.path.isfile(os.path.join(model_dir, name)):
             raise FileNotFoundError(f"{model_dir}: no {name}; export a model_dir whose training finished")
+    has_labels = task.get("task") not in (_SQUAD_TASK, _PRETRAINING_TASK)
     for field in ("task", "label_names", "max_seq_length", "do_lower_case"):
-        if field not in task:
+        if field not in task and (has_labels or field != "label_names"):
             raise ValueError(f"{os.path.join(model_dir, 'task.json')}: field '{field}' missing")
     config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
     seq_length = max_seq_length or task["max_seq_length"]
     _check_seq_length(seq_length, config, model_dir)
     vocab_file = os.path.join(model_dir, "vocab.txt")
+    if task["task"] == _PRETRAINING_TASK:
+        return _masked_lm_module(model_dir, task, config, seq_length, top_k, {"vocab.txt": vocab_file})
     preprocessor = TextPreprocessor(vocab_file, task["do_lower_case"], seq_length)
+    if task["task"] == _SQUAD_TASK:
+        return _squad_module(model_dir, task, config, preprocessor, {"vocab.txt": vocab_file})
     labels = list(task["label_names"])
     assets = {"vocab.txt": vocab_file}
     if labels:
@@ -82,6 +92,37 @@ def _task_module(model_dir, task, max_seq_length, staging_dir):
     model.load_weights(weights)
     features = ("text", "text_b") if glue_task.is_pair else ("text",)
     return ClassifierModule(model, preprocessor, labels, is_regression, features, assets)
+
+
+def _squad_module(model_dir, task, config, preprocessor, assets):
+    """The module of a `tasks.run_squad` model_dir: its answer settings come from task.json."""
+    from export.squad_module import SquadModule
+    from official_bert import BertEncoder
+    from official_bert.models.span_labeler import BertSpanLabeler
+
+    settings = {}
+    for field, default in _SQUAD_DEFAULTS.items():
+        if field not in task:
+            logging.warning("%s: no '%s' (written by an older tasks.run_squad); using its default %s",
+                            os.path.join(model_dir, "task.json"), field, default)
+        settings[field] = task.get(field, default)
+    model = BertSpanLabeler(BertEncoder(config))
+    model.load_weights(os.path.join(model_dir, "model.weights.h5"))
+    return SquadModule(model, preprocessor, settings["max_query_length"], settings["max_answer_length"],
+                       bool(task.get("version_2_with_negative", False)), settings["null_score_diff_threshold"],
+                       assets)
+
+
+def _masked_lm_module(model_dir, task, config, seq_length, top_k, assets):
+    """The module of a `tasks.run_pretraining` model_dir: the masked-LM head's top-k pieces for each [MASK]."""
+    from export.mlm_module import DEFAULT_TOP_K, MaskedLMModule, MaskedTextPreprocessor
+    from official_bert import BertEncoder
+    from official_bert.models.pretrainer import BertPretrainer
+
+    preprocessor = MaskedTextPreprocessor(assets["vocab.txt"], task["do_lower_case"], seq_length)
+    model = BertPretrainer(BertEncoder(config))
+    model.load_weights(os.path.join(model_dir, "model.weights.h5"))
+    return MaskedLMModule(model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
@@ -108,7 +149,7 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
     return EncoderModule(encoder, TextPreprocessor(vocab_file, lower, seq_length), {"vocab.txt": vocab_file})
 
 
-def build_module(model_dir, staging_dir, max_seq_length=None):
+def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None):
     """The serving module of a model_dir, in float32 whatever the global Keras dtype policy.
 
     Args:
@@ -116,6 +157,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None):
         staging_dir: a directory for the asset files written on the way (must live until the save).
         max_seq_length: the packed length; default: the task's, or for an encoder its
             `sentence_bert_config.json` limit, else 128.
+        top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -129,7 +171,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None):
     try:
         task_path = os.path.join(model_dir, "task.json")
         if os.path.isfile(task_path):
-            return _task_module(model_dir, _read_json(task_path), max_seq_length, staging_dir)
+            return _task_module(model_dir, _read_json(task_path), max_seq_length, staging_dir, top_k)
         return _encoder_module(model_dir, max_seq_length, staging_dir)
     finally:
         keras.config.set_dtype_policy(previous)
@@ -180,10 +222,10 @@ def save(module, export_dir, version=None):
     return target
 
 
-def export(model_dir, export_dir, version=None, max_seq_length=None):
+def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None):
     """Builds and saves the serving module of a model_dir; returns the version directory."""
     with tempfile.TemporaryDirectory() as staging_dir:
-        module = build_module(model_dir, staging_dir, max_seq_length)
+        module = build_module(model_dir, staging_dir, max_seq_length, top_k)
         return save(module, export_dir, version)
 
 
@@ -193,16 +235,18 @@ def main(argv):
     for name in ("model_dir", "export_dir"):
         if not getattr(FLAGS, name):
             raise app.UsageError(f"--{name} is required")
-    path = export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.version, FLAGS.max_seq_length)
+    path = export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k)
     print(f"exported {FLAGS.model_dir} to {path}")
 
 
 if __name__ == "__main__":
-    flags.DEFINE_string("model_dir", None, "A tasks.run_classifier / run_ner model_dir, or a Hugging Face / "
-                        "Google encoder checkpoint directory (encoder-only export).")
+    flags.DEFINE_string("model_dir", None, "A tasks.run_classifier / run_ner / run_squad / run_pretraining "
+                        "model_dir, or a Hugging Face / Google encoder checkpoint directory (encoder-only export).")
     flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>/.")
     flags.DEFINE_integer("version", None, "Version number; default: the next integer after existing ones.")
     flags.DEFINE_integer("max_seq_length", None, "Packed length; default: the task's (encoders: "
                          "sentence_bert_config.json's, else 128).")
+    flags.DEFINE_integer("top_k", None, "Masked-LM exports (tasks.run_pretraining model_dirs): candidates per "
+                         "[MASK]; default 5.")
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app.run(main)

@@ -13,10 +13,11 @@ null-score rules of the original (`official_bert.data.squad_postprocessing`) and
 evaluation scripts do (`official_bert.metrics.squad`). Training epochs count windows, as Hugging Face's
 `run_qa.py` does.
 
-Writes to --model_dir: `bert_config.json`, `vocab.txt`, `task.json`, `checkpoints/` (resumed automatically),
-`logs/`, `model.weights.h5`, `encoder/` (Hugging Face directory), `train_results.json`, and for the predict
-file `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and, when it has gold answers,
-`eval_results.json` (`exact_match`/`f1` for v1.1; `exact`, `f1`, `HasAns_*`, `NoAns_*`, `best_*` for v2.0;
+Writes to --model_dir: `bert_config.json`, `vocab.txt`, `task.json` (with the latest run's `max_query_length`,
+`max_answer_length` and `null_score_diff_threshold`, which `export.saved_model` reads), `checkpoints/`
+(resumed automatically), `logs/`, `model.weights.h5`, `encoder/` (Hugging Face directory), `train_results.json`,
+and for the predict file `predictions.json`, `nbest_predictions.json`, `null_odds.json` (v2.0) and, when it has
+gold answers, `eval_results.json` (`exact_match`/`f1` for v1.1; `exact`, `f1`, `HasAns_*`, `NoAns_*`, `best_*` for v2.0;
 percentages, as the official scripts).
 """
 
@@ -112,6 +113,24 @@ def predict_and_evaluate(model, tokenizer, examples, source):
     return results
 
 
+def record_answer_settings():
+    """Adds this run's question and answer settings to task.json, for `export.saved_model`.
+
+    They are the latest run's (a prediction run with a tuned --null_score_diff_threshold replaces the
+    training run's); unlike the fields `prepare_model_dir` writes, a later run may change them.
+    """
+    import json
+
+    from official_bert import training
+
+    path = os.path.join(FLAGS.model_dir, "task.json")
+    with open(path, encoding="utf-8") as f:
+        info = json.load(f)
+    info.update(max_query_length=FLAGS.max_query_length, max_answer_length=FLAGS.max_answer_length,
+                null_score_diff_threshold=FLAGS.null_score_diff_threshold)
+    training.write_json(path, info)
+
+
 def main(_):
     if not FLAGS.model_dir:
         raise app.UsageError("--model_dir is required")
@@ -132,6 +151,7 @@ def main(_):
 
     config, vocab_file, lower_case = common.prepare_model_dir(
         FLAGS.model_dir, {"task": "squad", "version_2_with_negative": FLAGS.version_2_with_negative})
+    record_answer_settings()
     if FLAGS.max_seq_length > config.max_position_embeddings:
         raise app.UsageError(f"--max_seq_length={FLAGS.max_seq_length} exceeds the model's max_position_embeddings="
                              f"{config.max_position_embeddings}")

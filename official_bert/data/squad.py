@@ -4,9 +4,8 @@ Features follow Google's original `run_squad.py`, with character offsets where i
 
 1. Tokenize (batched tf.data, `official_bert.text.BertTokenizer(..., with_offsets=True)`): every distinct
    context once and every question; the tokenizer's byte offsets become Python character offsets into
-   `example.context`, and a piece's end stops before characters the normalizer deleted after it (U+200B,
-   U+FEFF, uncased non-spacing marks), so pieces and offsets are those of Hugging Face's `BertTokenizerFast`
-   (tested on the whole dev set).
+   `example.context`, so pieces and offsets are those of Hugging Face's `BertTokenizerFast` (tested on the
+   whole dev set).
 2. The question keeps its first `max_query_length` pieces. Each window is
    `[CLS] question [SEP] context-window [SEP] [PAD]...` with type ids 0 up to the first [SEP] and 1 after.
    Windows cover the context pieces as the original does: each holds up to
@@ -37,7 +36,6 @@ import dataclasses
 import functools
 import json
 import logging
-import re
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
@@ -267,37 +265,8 @@ def tokenize_with_char_offsets(tokenizer, texts: Sequence[str], batch_size: int 
             text = texts[len(result)]
             piece = slice(splits[row], splits[row + 1])
             char_starts, char_ends = _char_offsets(text, starts[piece], ends[piece])
-            _trim_dropped_characters(text, char_starts, char_ends, tokenizer.lower_case)
             result.append((ids[piece].astype(np.int32), char_starts, char_ends))
     return result
-
-
-@functools.lru_cache(maxsize=2)
-def _dropped_characters(lower_case: bool):
-    """A regex matching one character the reference normalizer deletes (controls, format characters such as
-    U+200B, and, uncased, non-spacing marks)."""
-    from official_bert.text.unicode_data import reference_normalization
-
-    ranges = []  # [first, last] runs of consecutive code points
-    for cp in sorted(cp for cp, out in reference_normalization(lower_case).items() if out == ""):
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1][1] = cp
-        else:
-            ranges.append([cp, cp])
-    return re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges) + "]")
-
-
-def _trim_dropped_characters(text: str, starts: np.ndarray, ends: np.ndarray, lower_case: bool):
-    """Ends pieces before the characters the normalizer deleted after them, in place, as Hugging Face's offsets
-    do (the in-graph tokenizer's offsets run up to the next kept character)."""
-    dropped_at = [m.start() for m in _dropped_characters(lower_case).finditer(text)]
-    if not dropped_at:
-        return
-    dropped = np.zeros(len(text) + 1, bool)
-    dropped[dropped_at] = True
-    for j in np.nonzero(dropped[np.maximum(ends - 1, 0)])[0]:
-        while ends[j] > starts[j] + 1 and dropped[ends[j] - 1]:
-            ends[j] -= 1
 
 
 def _char_offsets(text: str, byte_starts: np.ndarray, byte_ends: np.ndarray):

@@ -1,4 +1,4 @@
-"""Tiny model_dirs in the layout `tasks.run_classifier` / `tasks.run_ner` write.
+"""Tiny model_dirs in the layout `tasks.run_classifier` / `run_ner` / `run_squad` / `run_pretraining` write.
 
 The model_dirs are written with the same library calls as `tasks/common.py` (`task.json` with the task's
 fields, `bert_config.json`, `vocab.txt`, `model.weights.h5`) instead of running the task CLIs (a CLI
@@ -12,11 +12,11 @@ import shutil
 CONLL_LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
-def tiny_bert_config():
+def tiny_bert_config(max_position_embeddings=64):
     from official_bert import BertConfig
 
     return BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                      max_position_embeddings=64, initializer_range=0.5)
+                      max_position_embeddings=max_position_embeddings, initializer_range=0.5)
 
 
 def write_model_dir(path, model, task_info, vocab_file, seq_length):
@@ -29,3 +29,37 @@ def write_model_dir(path, model, task_info, vocab_file, seq_length):
     shutil.copy(vocab_file, path / "vocab.txt")
     model.save_weights(str(path / "model.weights.h5"))
     return path
+
+
+def squad_task_info(version_2_with_negative, max_query_length, max_answer_length, null_score_diff_threshold):
+    """The task.json fields of `tasks.run_squad` (besides `max_seq_length` / `do_lower_case`)."""
+    return {"task": "squad", "version_2_with_negative": version_2_with_negative,
+            "max_query_length": max_query_length, "max_answer_length": max_answer_length,
+            "null_score_diff_threshold": null_score_diff_threshold}
+
+
+def tiny_span_labeler(seed, max_position_embeddings):
+    """A random `BertSpanLabeler` (see the module notes on the initializer range)."""
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.span_labeler import BertSpanLabeler
+
+    keras.utils.set_random_seed(seed)
+    return BertSpanLabeler(BertEncoder(tiny_bert_config(max_position_embeddings)))
+
+
+def pretraining_task_info(config, max_predictions_per_seq=20):
+    """The task.json fields of `tasks.run_pretraining` (besides `max_seq_length` / `do_lower_case`)."""
+    return {"task": "pretraining", "max_predictions_per_seq": max_predictions_per_seq, "config": config.to_dict()}
+
+
+def tiny_pretrainer(seed):
+    """A random `BertPretrainer` (see the module notes on the initializer range)."""
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.pretrainer import BertPretrainer
+
+    keras.utils.set_random_seed(seed)
+    return BertPretrainer(BertEncoder(tiny_bert_config()))

@@ -17,11 +17,14 @@ TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and
 SECOND = ["He went to Belgium.", "Nothing here", "short", ""]
 
 
-def _compare(lite_outputs, saved_outputs):
+def _compare(lite_outputs, saved_outputs, real_positions=None):
+    """Equal outputs; with `real_positions` (bool [batch, seq]), per-position outputs compared only there."""
     assert set(lite_outputs) <= set(saved_outputs)
     for name, value in lite_outputs.items():
         expected = saved_outputs[name].numpy()
         assert value.shape == expected.shape, name
+        if real_positions is not None and value.shape[:2] == real_positions.shape:
+            value, expected = value[real_positions], expected[real_positions]
         if value.dtype.kind == "f":
             np.testing.assert_allclose(value, expected, atol=1e-5, rtol=0, err_msg=name)
         else:
@@ -52,13 +55,18 @@ def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite)
     assert lite["truncated"].tolist() == [False, False, True, False]
 
 
-def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports):
+def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ner_dir):
+    from export.preprocessing import TextPreprocessor
+
     model = tflite.convert(exports["tagger"], "serving_default", "none")
     lite = tflite.interpreter(model).get_signature_runner("serving_default")(text=np.array(TEXTS, object))
     saved = tf.saved_model.load(exports["tagger"]).signatures["serving_default"](text=tf.constant(TEXTS))
     # TFLite has no string slicing: the entities come with byte offsets only.
     assert set(saved) - set(lite) == {"entity_text", "entity_start", "entity_end", "word_start", "word_end"}
-    _compare(lite, saved)
+    # Logits at [PAD] positions feed no answer; with this tiny model's large random weights they differ by up
+    # to 2e-5 between the two runtimes' kernels, while the real pieces' stay within 1e-5.
+    inputs, _ = TextPreprocessor(str(ner_dir / "vocab.txt"), True, 48).pack([tf.constant(TEXTS)])
+    _compare(lite, saved, real_positions=inputs["input_mask"].numpy() == 1)
     assert lite["num_entities"].sum() > 0
 
 

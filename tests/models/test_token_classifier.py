@@ -116,6 +116,24 @@ def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
     assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
 
 
+def test_entity_spans_equal_hugging_face_word_offsets_around_deleted_characters(always_b_per_tagger):
+    # Zero-width space, BOM, direction mark, soft hyphen and (uncased) accents that the normalizer deletes
+    # belong to no entity unless inside it, as in Hugging Face `tokenizers`' offsets.
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {token: i for i, token in enumerate(VOCAB)}
+    reference = tokenizers.Tokenizer(tokenizers.models.WordPiece(vocab, unk_token="[UNK]"))
+    reference.normalizer = tokenizers.normalizers.BertNormalizer(lowercase=True)
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    texts = ["Peter\u200b Black\u200bburn\ufeff went to Zu\u0308rich\u200e!",
+             "\u200bcafe\u0301\u200b of the\u00ad caf\u00e9\u0301"]
+    for text, row in zip(texts, always_b_per_tagger(texts)):
+        encoding = reference.encode(text, add_special_tokens=False)
+        words = {}  # word index -> (start, end) over its pieces
+        for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+            words[word] = (words.get(word, (start, end))[0], end)
+        assert [(e["start"], e["end"]) for e in row] == [words[w] for w in sorted(words)]
+
+
 def test_from_model_dir(tiny_config, tmp_path):
     model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=3)
     model.save_weights(tmp_path / "model.weights.h5")

@@ -52,17 +52,48 @@ def test_words_over_100_characters_become_one_unk(tokenizer):
     assert (starts.to_list()[2][1:], ends.to_list()[2][1:]) == ([2], [204])
 
 
-def test_offsets_equal_reference_offsets(tokenizer, tokenizer_json, shared_data):
-    tokenizers = pytest.importorskip("tokenizers")
-    reference = tokenizers.Tokenizer.from_file(str(tokenizer_json))
-    reference.no_padding()
-    reference.no_truncation()
-    texts = corpora.squad(shared_data)[:1500] + corpora.conll2003(shared_data)[:1500]
+@pytest.fixture(scope="module")
+def reference(tokenizer_json):
+    pytest.importorskip("tokenizers")
+    return corpora.reference_tokenizer(tokenizer_json, special_tokens_as_text=True)
+
+
+@pytest.fixture(scope="module")
+def cased(vocab_file):
+    pytest.importorskip("tokenizers")
+    return (BertTokenizer(vocab_file=vocab_file, lower_case=False),
+            corpora.reference_tokenizer(vocab_file=vocab_file, special_tokens_as_text=True))
+
+
+@pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
+def test_real_corpus_offsets_equal_reference(tokenizer, reference, shared_data, corpus):
+    texts = corpora.REAL_CORPORA[corpus](shared_data)
+    assert [texts[i] for i in corpora.offset_mismatches(tokenizer, texts, reference)] == []
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_hard_case_offsets_equal_reference(tokenizer, reference, cased, lower_case):
+    ours, expected = (tokenizer, reference) if lower_case else cased
+    texts = corpora.hard_cases()
+    assert [texts[i] for i in corpora.offset_mismatches(ours, texts, expected)] == []
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_offsets_around_deleted_characters_equal_reference(tokenizer, reference, cased, lower_case):
+    # Zero-width, BOM, direction marks, controls (and accents when lower-casing) inside, before and after
+    # words and word pieces: the normalizer's own offsets run each piece's end over those after it.
+    ours, expected = (tokenizer, reference) if lower_case else cased
+    texts = corpora.deleted_character_cases()
+    assert [texts[i] for i in corpora.offset_mismatches(ours, texts, expected)] == []
+
+
+def test_piece_ends_before_the_characters_deleted_after_it(tokenizer):
+    texts = ["zero\u200b width", "cafe\u0301\u200b!", "caf\u00e9\ufeff!", "\u200bx\u200e"]
     ids, starts, ends = tokenizer(tf.constant(texts), with_offsets=True)
-    for text, s, e, encoding in zip(texts, starts.to_list(), ends.to_list(),
-                                    reference.encode_batch(texts, add_special_tokens=False)):
-        byte_at = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)]
-        assert list(zip(s, e)) == [(byte_at[a], byte_at[b]) for a, b in encoding.offsets], text
+    assert ids.to_list() == [[5717, 9381], [7668, 999], [7668, 999], [1060]]
+    # bytes: U+200B, U+FEFF and U+200E take 3, U+0301 and é take 2; the deleted ones belong to no piece
+    assert [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())] == [
+        [(0, 4), (8, 13)], [(0, 4), (9, 10)], [(0, 5), (8, 9)], [(3, 4)]]
 
 
 def test_literal_special_tokens_are_tokenized_as_text(tokenizer):

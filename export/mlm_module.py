@@ -1,0 +1,169 @@
+"""MaskedLMModule: text with `[MASK]` markers -> the top-k word pieces for each mask, in-graph.
+
+The tokenizer treats a literal "[MASK]" in the text as text (as Google's original does: "[", "mask", "]"),
+so `MaskedTextPreprocessor` finds the marker in-graph, with dense core ops, and puts the `[MASK]` id in its
+place: a marker is a run of pieces that are the pieces of "[MASK]" itself and together span 6 bytes of the
+input (no space or other character inside). For uncased models the case of the letters does not matter
+("[mask]" is a mask too: the model cannot tell them apart); "[ MASK ]" is text. Pieces are then packed as
+`[CLS] pieces [SEP]` (the pre-training layout, one segment), and pieces past `seq_length - 2` are cut:
+masks there get no prediction and `truncated` says so.
+
+Each mask is scored by `BertPretrainer`'s masked-LM head (the transform + the tied word-embedding decoder),
+and the k highest logits are reported with their softmax probabilities over the whole vocab (ties go to the
+lower id, as a stable sort). Every signature, `serve_tokens` included, converts to TFLite as it is.
+"""
+
+import tensorflow as tf
+
+from export.preprocessing import TextPreprocessor
+from export.serving_module import ServingModule
+from export.tagger_module import row_ids
+
+MASK_MARKER = "[MASK]"
+DEFAULT_TOP_K = 5
+
+
+class MaskedTextPreprocessor(TextPreprocessor):
+    """A `TextPreprocessor` that turns every `[MASK]` marker of the text into the `[MASK]` id.
+
+    Args:
+        vocab_file: the model's `vocab.txt` (it must hold `[MASK]`).
+        lower_case: True for uncased models.
+        seq_length: the packed length, [CLS] and [SEP] included.
+        name: module name.
+    """
+
+    def __init__(self, vocab_file, lower_case, seq_length, name=None):
+        super().__init__(vocab_file, lower_case, seq_length, name=name)
+        if "mask_id" not in self.special_tokens:
+            raise ValueError(f"{vocab_file} has no {MASK_MARKER} token: it cannot be a masked-LM vocab")
+        self.mask_id = int(self.special_tokens["mask_id"])
+        self.marker_ids = tuple(int(i) for i in self.tokenizer(tf.constant([MASK_MARKER])).flat_values.numpy())
+        if not self.marker_ids or self.marker_ids[0] in self.marker_ids[1:]:
+            raise ValueError(f"{vocab_file}: {MASK_MARKER!r} tokenizes to {list(self.marker_ids)}; the marker needs a "
+                             f"first piece that does not recur in it")
+
+    def tokenize(self, text, with_offsets=False):
+        """`TextPreprocessor.tokenize` with each marker's pieces replaced by one `[MASK]` id (offsets: the marker's)."""
+        ids, starts, ends = super().tokenize(text, with_offsets=True)  # [batch, (pieces)]
+        values = ids.values  # (pieces,) int32
+        starts_values, ends_values = tf.cast(starts.values, tf.int64), tf.cast(ends.values, tf.int64)
+        splits = tf.cast(ids.row_splits, tf.int64)  # (batch + 1,)
+        num_pieces = tf.shape(values, out_type=tf.int64)[0]
+        rows = row_ids(splits, num_pieces)  # (pieces,)
+        width = len(self.marker_ids)
+        index = tf.range(num_pieces)
+
+        def shifted(tensor, steps, fill):  # tensor[i + steps] (steps may be negative), `fill` outside
+            pad = tf.fill([width], tf.constant(fill, tensor.dtype))
+            return tf.gather(tf.concat([pad, tensor, pad], axis=0), index + width + steps)
+
+        last = width - 1
+        match = tf.logical_and(tf.equal(shifted(rows, last, -1), rows),  # the whole marker lies in this text
+                               tf.equal(shifted(ends_values, last, -1) - starts_values, len(MASK_MARKER.encode())))
+        for step, marker_id in enumerate(self.marker_ids):
+            match = tf.logical_and(match, tf.equal(shifted(values, step, -1), marker_id))
+        dropped = tf.zeros_like(match)  # the marker's pieces after its first
+        for step in range(1, width):
+            dropped = tf.logical_or(dropped, shifted(match, -step, False))
+        kept = tf.reshape(tf.where(tf.logical_not(dropped)), [-1])  # (kept pieces,)
+        kept_before = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(tf.logical_not(dropped), tf.int64))], 0)
+        kept_splits = tf.gather(kept_before, splits)  # (batch + 1,)
+        values = tf.where(match, tf.constant(self.mask_id, values.dtype), values)
+        ends_values = tf.where(match, shifted(ends_values, last, -1), ends_values)
+        result = tf.RaggedTensor.from_row_splits(tf.gather(values, kept), kept_splits, validate=False)
+        if not with_offsets:
+            return result
+        return (result, tf.RaggedTensor.from_row_splits(tf.gather(starts_values, kept), kept_splits, validate=False),
+                tf.RaggedTensor.from_row_splits(tf.gather(ends_values, kept), kept_splits, validate=False))
+
+
+class MaskedLMModule(ServingModule):
+    """Serves the masked-LM head of a `BertPretrainer` trained by `tasks.run_pretraining` (see the module notes).
+
+    Outputs of every signature (`truncated` only on the raw-text ones; `masks` is the batch's largest mask
+    count, rows with fewer are padded with "", -1 and 0): `top_k_tokens` [batch, masks, k] string (the vocab
+    pieces, best first), `top_k_ids` [batch, masks, k] int32, `top_k_probabilities` [batch, masks, k] float32
+    (softmax over the vocab), `mask_positions` [batch, masks] int32 (in the packed sequence, [CLS] = 0),
+    `num_masks` [batch] int32. `serve_tokens` reads the masks as the positions holding the `[MASK]` id.
+
+    Args:
+        model: a `BertPretrainer` with its trained weights.
+        preprocessor: a `MaskedTextPreprocessor`.
+        top_k: candidates per mask.
+        assets: file name -> path of files to ship in `assets/`.
+    """
+
+    def __init__(self, model, preprocessor, top_k, assets):
+        vocab = preprocessor.tokenizer.get_vocab()
+        if not 1 <= top_k <= len(vocab):
+            raise ValueError(f"top_k must be between 1 and the vocab size {len(vocab)}, got {top_k}")
+        if model.masked_lm.vocab_size != len(vocab):
+            raise ValueError(f"the model predicts {model.masked_lm.vocab_size} pieces, but the vocab has {len(vocab)}")
+        super().__init__(preprocessor, ("text",), assets, name="masked_lm")
+        self.model = model
+        self.top_k = int(top_k)
+        self.mask_id = preprocessor.mask_id
+        self._vocab = tuple(vocab) + ("",)  # index -1 (padding) reads the last entry
+
+    def warmup_texts(self):
+        return {"text": ["Peter Blackburn flew to [MASK] on Monday to meet the European Commission.",
+                         "It's a [MASK] and often affecting [MASK]."]}
+
+    def masked_lm_logits(self, inputs, positions):
+        """`BertPretrainer`'s masked-LM logits at `positions`, from its encoder and `MaskedLMHead` layers.
+
+        The same computation as the head's `call`, with a flat gather of the hidden states instead of its
+        `take_along_axis`, which lowers to a StridedSlice LiteRT's builtins lack (the tests check the result
+        against `BertPretrainer` itself).
+
+        Args:
+            inputs: the encoder's dict of int32 (batch, seq).
+            positions: int32 (batch, masks), each in [0, seq).
+
+        Returns:
+            float32 (batch, masks, vocab).
+        """
+        head = self.model.masked_lm
+        sequence = self.model.encoder(inputs, training=False)["sequence_output"]  # (batch, seq, hidden)
+        hidden_size = sequence.shape[-1]
+        rows = tf.range(tf.shape(positions)[0])[:, None] * tf.shape(sequence)[1]  # (batch, 1)
+        hidden = tf.gather(tf.reshape(sequence, [-1, hidden_size]), tf.reshape(positions + rows, [-1]))
+        hidden = head.layer_norm(head.dense(hidden))  # (batch * masks, hidden)
+        logits = tf.matmul(hidden, head.embedding_layer.word_embeddings, transpose_b=True) + head.output_bias
+        return tf.reshape(logits, tf.concat([tf.shape(positions), [head.vocab_size]], axis=0))
+
+    def answer_tokens(self, inputs):
+        ids = inputs["input_word_ids"]  # (batch, seq)
+        is_mask = tf.logical_and(tf.equal(ids, self.mask_id), tf.equal(inputs["input_mask"], 1))  # (batch, seq)
+        num_masks = tf.reduce_sum(tf.cast(is_mask, tf.int32), axis=1)  # (batch,)
+        width = tf.reduce_max(tf.concat([num_masks, tf.zeros([1], tf.int32)], axis=0))
+        rank = tf.cumsum(tf.cast(is_mask, tf.int32), axis=1, exclusive=True)  # (batch, seq) masks before
+        where = tf.where(is_mask)  # (masks, 2) [row, position]
+        indices = tf.stack([where[:, 0], tf.cast(tf.gather_nd(rank, where), tf.int64)], axis=1)  # (masks, 2)
+        shape = tf.cast(tf.stack([tf.shape(ids)[0], width]), tf.int64)
+        positions = tf.scatter_nd(indices, tf.cast(where[:, 1], tf.int32) + 1, shape) - 1  # (batch, masks), -1 pad
+        logits = self.masked_lm_logits(inputs, tf.maximum(positions, 0))  # (batch, masks, vocab) float32
+        probabilities = tf.nn.softmax(logits, axis=-1)
+
+        # Top k by repeated argmax (ties: the lower id), with core ops only.
+        vocab_ids = tf.range(len(self._vocab) - 1, dtype=tf.int32)  # (vocab,)
+        remaining = logits
+        top_ids, top_probabilities = [], []
+        for _ in range(self.top_k):
+            best = tf.argmax(remaining, axis=-1, output_type=tf.int32)  # (batch, masks)
+            chosen = tf.equal(vocab_ids, _trailing_axis(best))  # (batch, masks, vocab)
+            top_ids.append(best)
+            top_probabilities.append(tf.reduce_sum(tf.where(chosen, probabilities, 0.0), axis=-1))
+            remaining = tf.where(chosen, tf.constant(float("-inf"), logits.dtype), remaining)
+        real = _trailing_axis(positions >= 0)  # (batch, masks, 1)
+        top_ids = tf.where(real, tf.stack(top_ids, axis=2), -1)  # (batch, masks, k)
+        top_probabilities = tf.where(real, tf.stack(top_probabilities, axis=2), 0.0)
+        return {"top_k_tokens": tf.gather(tf.constant(list(self._vocab)), tf.math.floormod(top_ids, len(self._vocab))),
+                "top_k_ids": top_ids, "top_k_probabilities": top_probabilities, "mask_positions": positions,
+                "num_masks": num_masks}
+
+
+def _trailing_axis(tensor):
+    """`tensor[..., None]` as a Reshape: LiteRT's builtins cannot slice a new axis onto a fully dynamic shape."""
+    return tf.reshape(tensor, tf.concat([tf.shape(tensor), [1]], axis=0))

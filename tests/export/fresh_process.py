@@ -1,0 +1,54 @@
+"""Runs exported SavedModels in a process that imports only tensorflow and tensorflow_text (not the project)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # registers the two tf-text kernels; nothing of the project is imported
+    models = json.load(open(sys.argv[1], encoding="utf-8"))
+    for name, spec in models.items():
+        model = tf.saved_model.load(spec["dir"])
+        calls = dict(spec["signatures"])
+        if "examples" in spec:  # serve_examples: tf.Examples with one bytes feature per text input
+            features = spec["examples"]
+            count = len(next(iter(features.values())))
+            calls["serve_examples"] = {"examples": [tf.train.Example(features=tf.train.Features(feature={
+                k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v[i].encode("utf-8")]))
+                for k, v in features.items()})).SerializeToString() for i in range(count)]}
+        out = {}
+        for signature, inputs in calls.items():
+            function = model.signatures[signature]
+            specs = function.structured_input_signature[1]
+            tensors = {k: tf.constant(v, dtype=specs[k].dtype) for k, v in inputs.items()}
+            out.update({f"{signature}/{k}": v.numpy() for k, v in function(**tensors).items()})
+        np.savez(spec["out"], **out)
+    print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "export", "tasks")))
+""")
+
+
+def fresh_process_outputs(tmp_path, models):
+    """Calls signatures of SavedModels in a fresh Python process.
+
+    Args:
+        tmp_path: a directory for the request and answer files.
+        models: name -> {"dir": version directory, "signatures": {signature: {input: list}}, and optionally
+            "examples": {feature: list of str} (sent to `serve_examples` as tf.Examples)}.
+
+    Returns:
+        name -> {"signature/output": np.ndarray}.
+    """
+    models = {name: {**spec, "out": str(tmp_path / f"{name}.npz")} for name, spec in models.items()}
+    request = tmp_path / "models.json"
+    request.write_text(json.dumps(models), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-c", _SCRIPT, str(request)], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"  # no module of the project was imported
+    return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}

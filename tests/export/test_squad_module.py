@@ -1,0 +1,242 @@
+"""SQuAD export: answers in a fresh process equal `postprocess`'s on real dev questions; ops; TFLite; bad input.
+
+The reference is the Python path of `tasks.run_squad`: `build_features` windows (doc_stride = the window
+length, so the first window of each question is exactly the export's one window), `BertSpanLabeler` logits,
+and `postprocess` over those first windows, with every position a candidate (n_best_size = seq_length).
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+
+from export.ops import (ALLOWED_OPS, SAVER_OPS, TF_TEXT_OPS, disallowed_ops, graph_ops, saved_model_ops,
+                        signature_ops)
+from fresh_process import fresh_process_outputs
+from model_dirs import squad_task_info, tiny_span_labeler, write_model_dir
+
+SEQ_LENGTH = 256
+MAX_QUERY_LENGTH = 16  # some dev questions are longer: the question cut is exercised
+MAX_ANSWER_LENGTH = 12
+SIGNATURES = {"serving_default", "serve_examples", "serve_tokens"}
+
+
+def _first_windows(examples, vocab_file):
+    """`build_features` of the examples, only the first window of each; each example's window count; whether
+    each question was cut."""
+    from official_bert.data.squad import build_features, tokenize_with_char_offsets
+    from official_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(vocab_file=vocab_file)
+    features, _ = build_features(examples, tokenizer, SEQ_LENGTH, doc_stride=SEQ_LENGTH,
+                                     max_query_length=MAX_QUERY_LENGTH)
+    first = np.searchsorted(features.example_index, np.arange(len(examples)))  # windows are in example order
+    windows = np.diff(np.append(first, len(features)))
+    assert (features.token_is_max_context[first] == (features.token_char_spans[first, :, 0] >= 0)).all()
+    first_windows = dataclasses.replace(
+        features, inputs={k: v[first] for k, v in features.inputs.items()}, example_index=features.example_index[first],
+        token_char_spans=features.token_char_spans[first], token_is_max_context=features.token_is_max_context[first])
+    questions = [len(ids) for ids, _, _ in tokenize_with_char_offsets(tokenizer, [e.question for e in examples])]
+    return first_windows, windows, np.array(questions) > MAX_QUERY_LENGTH
+
+
+def _squad_case(root, name, examples, vocab_file, version_2, seed):
+    """A model_dir and the Python path's answers on the examples."""
+    from official_bert.data.squad_postprocessing import postprocess
+
+    model = tiny_span_labeler(seed, max_position_embeddings=512)
+    features, windows, long_questions = _first_windows(examples, vocab_file)
+    logits = {k: v.numpy() for k, v in model(features.inputs, training=False).items()}
+
+    def answers(threshold, n_best_size=SEQ_LENGTH):
+        return postprocess(examples, features, logits["start_logits"], logits["end_logits"], n_best_size=n_best_size,
+                           max_answer_length=MAX_ANSWER_LENGTH, version_2_with_negative=version_2,
+                           null_score_diff_threshold=threshold)
+
+    # SQuAD 2.0: the threshold is the median null-score difference, so both outcomes occur.
+    threshold = float(np.median(list(answers(0.0).null_odds.values()))) if version_2 else 0.0
+    info = squad_task_info(version_2, MAX_QUERY_LENGTH, MAX_ANSWER_LENGTH, threshold)
+    model_dir = write_model_dir(root / name, model, info, vocab_file, SEQ_LENGTH)
+    return {"model_dir": model_dir, "examples": examples, "features": features, "logits": logits,
+            "windows": windows, "long_questions": long_questions, "reference": answers(threshold),
+            "top_1": answers(threshold, n_best_size=1)}
+
+
+@pytest.fixture(scope="module")
+def squad_cases(shared_data, vocab_file, tmp_path_factory):
+    """v1.1 (40 dev questions across the articles, exported) and v2.0 (20 of the CS224N half, its serving module
+    built in-process: one SavedModel write less) model_dirs."""
+    from export.saved_model import build_module, export
+    from official_bert.data.squad import read_squad_json
+
+    v1 = read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::264][:40]
+    v2 = read_squad_json(str(shared_data / "squad" / "v2.0" / "cs224n-dev-half-v2.0.json"))[::300][:20]
+    root = tmp_path_factory.mktemp("squad")
+    cases = {"v1": _squad_case(root, "v1", v1, vocab_file, False, seed=5),
+             "v2": _squad_case(root, "v2", v2, vocab_file, True, seed=6)}
+    cases["v1"]["export"] = export(str(cases["v1"]["model_dir"]), str(root / "export_v1"))
+    cases["v2"]["module"] = build_module(str(cases["v2"]["model_dir"]), str(root))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def saved_v1(squad_cases):
+    return tf.saved_model.load(squad_cases["v1"]["export"])
+
+
+@pytest.fixture(scope="module")
+def outputs(squad_cases, tmp_path_factory):
+    """Every signature's outputs on the questions: v1 from its export in a fresh process, v2 in-process."""
+    texts = {name: {"question": [e.question for e in case["examples"]],
+                    "context": [e.context for e in case["examples"]]} for name, case in squad_cases.items()}
+    tokens = {name: {k: v.tolist() for k, v in case["features"].inputs.items()} for name, case in squad_cases.items()}
+    result = fresh_process_outputs(tmp_path_factory.mktemp("fresh_squad"), {"v1": {
+        "dir": squad_cases["v1"]["export"], "examples": texts["v1"],
+        "signatures": {"serving_default": texts["v1"], "serve_tokens": tokens["v1"]}}})
+    module = squad_cases["v2"]["module"]
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v[i].encode()])) for k, v in texts["v2"].items()}))
+        .SerializeToString() for i in range(len(texts["v2"]["question"]))]
+    result["v2"] = {}
+    question, context = (tf.constant(texts["v2"][k]) for k in ("question", "context"))
+    token_inputs = {k: tf.constant(v, tf.int32) for k, v in tokens["v2"].items()}
+    for signature, out in (("serving_default", module.serving_default(question, context)),
+                           ("serve_examples", module.serve_examples(tf.constant(examples))),
+                           ("serve_tokens", module.serve_tokens(**token_inputs))):
+        result["v2"].update({f"{signature}/{k}": v.numpy() for k, v in out.items()})
+    return result
+
+
+@pytest.mark.parametrize("name", ["v1", "v2"])
+def test_answers_equal_the_python_path_on_dev_questions(squad_cases, outputs, name):
+    case, out = squad_cases[name], outputs[name]
+    examples, reference = case["examples"], case["reference"]
+    version_2 = name == "v2"
+    answered = 0
+    for i, example in enumerate(examples):
+        expected = reference.predictions[example.qas_id]
+        best = next(entry for entry in reference.nbest[example.qas_id] if entry["text"])  # best non-null span
+        for signature in ("serving_default", "serve_examples"):
+            got = out[f"{signature}/answer_text"][i].decode("utf-8")
+            assert got == expected, (signature, example.qas_id)
+            start, end = out[f"{signature}/answer_start"][i], out[f"{signature}/answer_end"][i]
+            if expected:
+                assert (start, end) == (best["start"], best["end"]) and example.context[start:end] == got
+                byte_start = len(example.context[:start].encode("utf-8"))
+                assert out[f"{signature}/answer_byte_start"][i] == byte_start
+                assert out[f"{signature}/answer_byte_end"][i] == byte_start + len(got.encode("utf-8"))
+            else:
+                assert (start, end) == (-1, -1)
+            np.testing.assert_allclose(out[f"{signature}/score"][i], best["start_logit"] + best["end_logit"],
+                                       atol=1e-5, rtol=0)
+            assert out[f"{signature}/truncated"][i] == (case["windows"][i] > 1 or case["long_questions"][i])
+            if version_2:
+                assert out[f"{signature}/no_answer"][i] == (expected == "")
+                np.testing.assert_allclose(out[f"{signature}/null_score_diff"][i],
+                                           reference.null_odds[example.qas_id], atol=1e-5, rtol=0)
+        answered += expected != ""
+        # n_best_size=1 reads only the top start and the top end: where that pair is a valid span, it is ours.
+        if case["top_1"].predictions[example.qas_id]:
+            assert case["top_1"].predictions[example.qas_id] == expected
+
+    assert out["serving_default/truncated"].any() and not out["serving_default/truncated"].all()
+    assert (case["windows"] > 1).any()  # long contexts are cut
+    if version_2:
+        assert 0 < answered < len(examples)
+    else:
+        assert answered == len(examples) and case["long_questions"].any()  # long questions are cut too
+
+    # serve_tokens on the Python path's own inputs: the same logits and span positions.
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(out[f"serve_tokens/{key}"], case["logits"][key], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(out[f"serving_default/{key}"], case["logits"][key], atol=1e-5, rtol=0)
+    for key in ("answer_token_start", "answer_token_end", "score"):
+        np.testing.assert_allclose(out[f"serve_tokens/{key}"], out[f"serving_default/{key}"], atol=1e-5, rtol=0)
+    spans = case["features"].token_char_spans
+    rows = np.flatnonzero(out["serve_tokens/answer_token_start"] >= 0)
+    np.testing.assert_array_equal(spans[rows, out["serve_tokens/answer_token_start"][rows], 0],
+                                  out["serving_default/answer_start"][rows])
+    np.testing.assert_array_equal(spans[rows, out["serve_tokens/answer_token_end"][rows], 1],
+                                  out["serving_default/answer_end"][rows])
+
+
+def test_every_signature_uses_only_serving_safe_ops(squad_cases):
+    ops = signature_ops(squad_cases["v1"]["export"])
+    module = squad_cases["v2"]["module"]  # in-process: the ops of its traced functions
+    ops_v2 = {name: graph_ops(function.get_concrete_function().graph.as_graph_def())
+              for name, function in module.signatures().items()}
+    for signatures in (ops, ops_v2):
+        assert set(signatures) == SIGNATURES
+        for name, signature_op_set in signatures.items():
+            assert disallowed_ops(signature_op_set) == set(), name
+            assert ("FastBertNormalize" in signature_op_set) == (name != "serve_tokens"), name
+        assert TF_TEXT_OPS <= signatures["serving_default"]
+    assert disallowed_ops(saved_model_ops(squad_cases["v1"]["export"]), ALLOWED_OPS | SAVER_OPS) == set()
+
+
+def test_bad_input(squad_cases, saved_v1):
+    v1 = saved_v1.signatures["serving_default"]
+
+    def v2(question, context):  # the in-process module's function takes them positionally
+        return squad_cases["v2"]["module"].serving_default(question, context)
+
+    out = v1(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
+    assert out["answer_text"].shape == (0,) and out["start_logits"].shape == (0, SEQ_LENGTH)
+    long_context = "Brussels is a city. " * 200
+    text = "Peter \xff flew to Brussels.".encode("latin-1")  # one invalid byte
+    questions = tf.constant(["Where?", "", "Where did Peter fly?", ""])
+    contexts = tf.constant(["", long_context, text, "   "])
+    # No context piece: no span; the answer is "" (and for SQuAD 2.0 no_answer), as postprocess predicts.
+    out = {k: v.numpy() for k, v in v2(question=questions, context=contexts).items()}
+    assert out["no_answer"][[0, 3]].all() and (out["null_score_diff"][[0, 3]] == np.inf).all()
+    out = {k: v.numpy() for k, v in v1(question=questions, context=contexts).items()}
+    assert out["answer_text"][[0, 3]].tolist() == [b"", b""] and (out["answer_start"][[0, 3]] == -1).all()
+    assert (out["score"][[0, 3]] == -np.inf).all()
+    assert out["truncated"].tolist() == [False, True, False, False]
+    # The long context is read up to what fits: the answer lies there.
+    start, end = out["answer_start"][1], out["answer_end"][1]
+    assert 0 <= start < end <= len(" ".join(["Brussels is a city."] * 70)) and out["answer_text"][1] == \
+        long_context[start:end].encode()
+    # Invalid UTF-8: no error, exact byte offsets.
+    start, end = out["answer_byte_start"][2], out["answer_byte_end"][2]
+    assert 0 <= start < end and out["answer_text"][2] == text[start:end]
+
+
+def test_tflite_float_model_equals_the_saved_model_with_byte_offsets(squad_cases, saved_v1):
+    from export import tflite
+
+    pytest.importorskip("ai_edge_litert.interpreter")
+    case = squad_cases["v1"]
+    questions = [e.question for e in case["examples"][:6]] + ["Where?"]
+    contexts = [e.context for e in case["examples"][:6]] + [""]
+    model = tflite.convert(case["export"], "serving_default", "none")
+    assert tflite.custom_ops(model) == TF_TEXT_OPS
+    runner = tflite.interpreter(model).get_signature_runner("serving_default")
+    lite = runner(question=np.array(questions, object), context=np.array(contexts, object))
+    saved = saved_v1.signatures["serving_default"](question=tf.constant(questions), context=tf.constant(contexts))
+    # TFLite has no string slicing: the answer comes as byte offsets.
+    assert set(saved) - set(lite) == {"answer_text", "answer_start", "answer_end"}
+    for name, value in lite.items():
+        expected = saved[name].numpy()
+        assert value.shape == expected.shape, name
+        if value.dtype.kind == "f":
+            # LiteRT's kernels round differently from TF's: up to ~2e-5 here, with the large activations of the
+            # random initializer range 0.5 over 256 positions (the classifier, 64 positions, stays within 1e-5).
+            np.testing.assert_allclose(value, expected, atol=5e-5, rtol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(value, expected, err_msg=name)
+    assert (lite["answer_byte_start"][:6] >= 0).all() and lite["answer_byte_start"][6] == -1
+    assert lite["truncated"].any()
+
+
+def test_predict_prints_the_answer(squad_cases, outputs):
+    from export.predict import predict
+
+    example = squad_cases["v1"]["examples"][0]
+    answer = predict(squad_cases["v1"]["export"], [example.question.encode(), example.context.encode()])
+    assert set(answer) == {"answer_text", "answer_start", "answer_end", "answer_byte_start", "answer_byte_end",
+                           "answer_token_start", "answer_token_end", "score", "truncated"}  # no per-position logits
+    assert answer["answer_text"] == outputs["v1"]["serving_default/answer_text"][0].decode()
+    assert example.context[answer["answer_start"]:answer["answer_end"]] == answer["answer_text"] != ""
