@@ -135,6 +135,8 @@ def main():
     parser.add_argument("--continue_learning_rate", type=float, default=1e-4)
     parser.add_argument("--scratch_steps", type=int, default=3000)
     parser.add_argument("--scratch_learning_rate", type=float, default=1e-3)
+    parser.add_argument("--train_eval_batches", type=int, default=100,
+                        help="check (c): batches of the training records evaluated after training")
     parser.add_argument("--optimizer", choices=["adamw", "lamb"], default="adamw")
     parser.add_argument("--checkpoint_steps", type=int, default=1000)
     parser.add_argument("--log_steps", type=int, default=50)
@@ -184,12 +186,22 @@ def main():
                            f"--num_train_steps={args.scratch_steps}",
                            f"--num_warmup_steps={max(1, args.scratch_steps // 10)}",
                            f"--learning_rate={args.scratch_learning_rate}", f"--optimizer={args.optimizer}")
-        lines += [f"(c) BERT-Tiny from scratch, {args.scratch_steps} steps: held-out masked-LM loss "
+        # The same weights on the first --train_eval_batches batches of the training records (fixed masks):
+        # the corpus whose unigram entropy the check compares with.
+        on_train = pretrain(os.path.join(out, "scratch-on-train"), args, train,
+                            f"--init_checkpoint={os.path.join(out, 'scratch', 'pretrainer')}", "--do_train=false",
+                            f"--max_eval_steps={args.train_eval_batches}")
+        lines += [f"(c) BERT-Tiny from scratch, {args.scratch_steps} steps: training-corpus masked-LM loss "
+                  f"{on_train['masked_lm_loss']:.3f} nats (accuracy {on_train['masked_lm_accuracy']:.4f}, "
+                  f"{on_train['masked_lm_predictions']} predictions of the training records) vs the training corpus' "
+                  f"unigram entropy {train_entropy:.3f} nats: {on_train['masked_lm_loss'] - train_entropy:+.3f} nats"]
+        lines += [f"    held-out masked-LM loss "
                   f"{scratch['masked_lm_loss']:.3f} nats (accuracy {scratch['masked_lm_accuracy']:.4f}; at "
                   f"initialisation ~ln(30522) = {math.log(30522):.3f}); unigram entropy of the masked targets: "
                   f"training corpus {train_entropy:.3f} nats, held-out {heldout_entropy:.3f} nats; training-unigram "
                   f"cross-entropy on the held-out targets {unigram_ce:.3f} nats; loss - training entropy = "
-                  f"{scratch['masked_lm_loss'] - train_entropy:+.3f} nats"]
+                  f"{scratch['masked_lm_loss'] - train_entropy:+.3f} nats; held-out loss - training-unigram "
+                  f"cross-entropy = {scratch['masked_lm_loss'] - unigram_ce:+.3f} nats"]
     print("\n== pretraining checks (work dir: " + out + ")")
     print("\n".join(lines))
 
