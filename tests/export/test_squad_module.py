@@ -15,6 +15,7 @@ import tensorflow_text  # noqa: F401
 from export.ops import (ALLOWED_OPS, SAVER_OPS, TF_TEXT_OPS, disallowed_ops, graph_ops, saved_model_ops,
                         signature_ops)
 from fresh_process import fresh_process_outputs
+from lite_outputs import assert_lite_equals_saved
 from model_dirs import squad_task_info, tiny_span_labeler, write_model_dir
 
 SEQ_LENGTH = 256
@@ -218,15 +219,9 @@ def test_tflite_float_model_equals_the_saved_model_with_byte_offsets(squad_cases
     saved = saved_v1.signatures["serving_default"](question=tf.constant(questions), context=tf.constant(contexts))
     # TFLite has no string slicing: the answer comes as byte offsets.
     assert set(saved) - set(lite) == {"answer_text", "answer_start", "answer_end"}
-    for name, value in lite.items():
-        expected = saved[name].numpy()
-        assert value.shape == expected.shape, name
-        if value.dtype.kind == "f":
-            # LiteRT's kernels round differently from TF's: up to ~2e-5 here, with the large activations of the
-            # random initializer range 0.5 over 256 positions (the classifier, 64 positions, stays within 1e-5).
-            np.testing.assert_allclose(value, expected, atol=5e-5, rtol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(value, expected, err_msg=name)
+    # LiteRT's kernels round differently from TF's: up to ~2e-5 here, with the large activations of the
+    # random initializer range 0.5 over 256 positions (the classifier, 64 positions, stays within 1e-5).
+    assert_lite_equals_saved(lite, saved, atol=5e-5)
     assert (lite["answer_byte_start"][:6] >= 0).all() and lite["answer_byte_start"][6] == -1
     assert lite["truncated"].any()
 

@@ -9,26 +9,13 @@ import pytest
 import tensorflow as tf
 
 from export import tflite
+from lite_outputs import assert_lite_equals_saved
 
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and the café " * 12,
          "EU rejects German call to boycott British lamb ."]
 SECOND = ["He went to Belgium.", "Nothing here", "short", ""]
-
-
-def _compare(lite_outputs, saved_outputs, real_positions=None):
-    """Equal outputs; with `real_positions` (bool [batch, seq]), per-position outputs compared only there."""
-    assert set(lite_outputs) <= set(saved_outputs)
-    for name, value in lite_outputs.items():
-        expected = saved_outputs[name].numpy()
-        assert value.shape == expected.shape, name
-        if real_positions is not None and value.shape[:2] == real_positions.shape:
-            value, expected = value[real_positions], expected[real_positions]
-        if value.dtype.kind == "f":
-            np.testing.assert_allclose(value, expected, atol=1e-5, rtol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(value, expected, err_msg=name)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +38,7 @@ def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite)
     assert set(lite) == {"logits", "probabilities", "label", "label_id", "truncated"}  # strings work too
     saved = tf.saved_model.load(exports["classifier"]).signatures["serving_default"](
         text=tf.constant(TEXTS), text_b=tf.constant(SECOND))
-    _compare(lite, saved)
+    assert_lite_equals_saved(lite, saved)
     assert lite["truncated"].tolist() == [False, False, True, False]
 
 
@@ -66,7 +53,7 @@ def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ne
     # Logits at [PAD] positions feed no answer; with this tiny model's large random weights they differ by up
     # to 2e-5 between the two runtimes' kernels, while the real pieces' stay within 1e-5.
     inputs, _ = TextPreprocessor(str(ner_dir / "vocab.txt"), True, 48).pack([tf.constant(TEXTS)])
-    _compare(lite, saved, real_positions=inputs["input_mask"].numpy() == 1)
+    assert_lite_equals_saved(lite, saved, real_positions=inputs["input_mask"].numpy() == 1)
     assert lite["num_entities"].sum() > 0
 
 
@@ -95,6 +82,6 @@ def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
     lite = tflite.interpreter(model).get_signature_runner("serve_tokens")(**inputs)
     saved = tf.saved_model.load(exports["classifier"]).signatures["serve_tokens"](
         **{k: tf.constant(v) for k, v in inputs.items()})
-    _compare(lite, saved)
+    assert_lite_equals_saved(lite, saved)
     with pytest.raises(ValueError, match="ParseExampleV2"):
         tflite.convert(exports["classifier"], "serve_examples", "none")
