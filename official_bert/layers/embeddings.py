@@ -15,10 +15,13 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_eps: LayerNorm epsilon.
         dropout_rate: dropout after the LayerNorm.
         initializer_range: stddev of the truncated-normal initializer.
+        padding_id: the [PAD] word-piece id (0 in every BERT vocab). Its row gets no gradient through the lookup,
+            as Hugging Face's `nn.Embedding(padding_idx=pad_token_id)`: otherwise a loss over padded positions
+            (SQuAD's span logits) trains it and its gradient enlarges the global norm that clipping divides by.
     """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, layer_norm_eps,
-                 dropout_rate, initializer_range, **kwargs):
+                 dropout_rate, initializer_range, padding_id=0, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -27,6 +30,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
+        self.padding_id = padding_id
         # LayerNorm kept in float32 under mixed precision.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
@@ -50,6 +54,8 @@ class BertEmbeddings(keras.layers.Layer):
                 f"Sequence length {seq_length} exceeds max_position_embeddings={self.max_position_embeddings}")
         seq_length = ops.shape(input_word_ids)[1]
         words = ops.take(self.word_embeddings, input_word_ids, axis=0)  # (batch, seq, hidden)
+        is_padding = ops.expand_dims(ops.equal(input_word_ids, self.padding_id), -1)  # (batch, seq, 1)
+        words = ops.where(is_padding, ops.stop_gradient(words), words)
         types = ops.take(self.token_type_embeddings, input_type_ids, axis=0)  # (batch, seq, hidden)
         positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
         embeddings = self.layer_norm(words + types + positions)
@@ -63,5 +69,5 @@ class BertEmbeddings(keras.layers.Layer):
         config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                       max_position_embeddings=self.max_position_embeddings, type_vocab_size=self.type_vocab_size,
                       layer_norm_eps=self.layer_norm_eps, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range)
+                      initializer_range=self.initializer_range, padding_id=self.padding_id)
         return config
