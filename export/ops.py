@@ -28,7 +28,7 @@ CORE_OPS = frozenset({
     "ReadVariableOp", "VarHandleOp", "StopGradient",
     # shapes and layout
     "BroadcastTo", "ConcatV2", "Fill", "OnesLike", "Pack", "Range", "Reshape", "Shape", "StridedSlice",
-    "Transpose", "Unpack", "ZerosLike",
+    "ExpandDims", "Transpose", "Unpack", "ZerosLike",
     # arithmetic and comparisons
     "AddV2", "Cast", "Cumsum", "Equal", "FloorMod", "Greater", "GreaterEqual", "Less", "LessEqual",
     "LogicalAnd", "LogicalNot", "LogicalOr", "Maximum", "Minimum", "Mul", "Neg", "NotEqual", "RealDiv", "Rsqrt",
