@@ -21,6 +21,7 @@ gold answers, `eval_results.json` (`exact_match`/`f1` for v1.1; `exact`, `f1`, `
 percentages, as the official scripts).
 """
 
+import json
 import logging
 import os
 
@@ -119,8 +120,6 @@ def record_answer_settings():
     They are the latest run's (a prediction run with a tuned --null_score_diff_threshold replaces the
     training run's); unlike the fields `prepare_model_dir` writes, a later run may change them.
     """
-    import json
-
     from official_bert import training
 
     path = os.path.join(FLAGS.model_dir, "task.json")

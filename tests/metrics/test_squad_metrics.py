@@ -28,20 +28,22 @@ def _script(relative):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def official_v1():
-    spec = importlib.util.spec_from_file_location("official_squad_v1", _script(V1_SCRIPT))
+def _load_script(name, relative):
+    """The official evaluation script at `relative` (inside the `nlp` package), imported as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, _script(relative))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def official_v1():
+    return _load_script("official_squad_v1", V1_SCRIPT)
 
 
 @pytest.fixture(scope="module")
 def official_v2():
-    spec = importlib.util.spec_from_file_location("official_squad_v2", _script(V2_SCRIPT))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load_script("official_squad_v2", V2_SCRIPT)
 
 
 def _run_official_v1(tmp_path, dataset_json, predictions):
