@@ -32,14 +32,22 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         return {"peak": self.peak, "total_steps": self.total_steps, "warmup_steps": self.warmup_steps}
 
 
-class _ClipSummedGradients:
-    """Mixin for a Keras optimizer: clips the gradient of the whole batch, summed over the replicas, by its global
-    norm.
+class _DenseClippedGradients:
+    """Mixin for a Keras optimizer: densifies embedding gradients, then clips the gradient of the whole batch,
+    summed over the replicas, by its global norm.
 
-    Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed, so under a
-    `tf.distribute` strategy with several replicas the update differs from one device's for the same batch.
-    BERT's recipe, like the Model Garden's explicit all-reduce, clips the summed gradient; this does that
-    (on one device the two are the same).
+    Dense: TensorFlow gives an embedding lookup's gradient as `tf.IndexedSlices` with one row per looked-up
+    token, a row id repeated as often as the token occurs. Keras' Adam applies such a gradient row by row
+    (`square(gradient)` squares each occurrence, `gradient - m` subtracts the moment once per occurrence), and
+    `tf.clip_by_global_norm` measures the occurrences, not their sum; so the update of the word, position and
+    token-type tables was not Adam's (on SQuAD windows the token-type table moved 12x as far per step as in
+    PyTorch). Summed into one dense gradient per table, the update is PyTorch's and Google BERT's (both train
+    embeddings with dense gradients, so every row's moments decay each step).
+
+    Clipped: Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed,
+    so under a `tf.distribute` strategy with several replicas the update differs from one device's for the
+    same batch. BERT's recipe, like the Model Garden's explicit all-reduce, clips the summed gradient; this
+    does that (on one device the two are the same).
 
     Args:
         clip_norm: the global norm (None: no clipping).
@@ -50,12 +58,13 @@ class _ClipSummedGradients:
         self.clip_norm = clip_norm
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
-        grads_and_vars = list(super()._all_reduce_sum_gradients(grads_and_vars))
+        import tensorflow as tf
+
+        grads_and_vars = [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
+                          for g, v in super()._all_reduce_sum_gradients(grads_and_vars)]
         present = [i for i, (g, _) in enumerate(grads_and_vars) if g is not None]
         if self.clip_norm is None or not present:
             return grads_and_vars
-        import tensorflow as tf
-
         clipped, _ = tf.clip_by_global_norm([grads_and_vars[i][0] for i in present], self.clip_norm)
         for i, grad in zip(present, clipped):
             grads_and_vars[i] = (grad, grads_and_vars[i][1])
@@ -66,13 +75,37 @@ class _ClipSummedGradients:
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class AdamW(_ClipSummedGradients, keras.optimizers.AdamW):
-    """`keras.optimizers.AdamW` clipping the replicas' summed gradient (see `_ClipSummedGradients`)."""
+class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` with dense, summed-then-clipped gradients (see `_DenseClippedGradients`) and
+    epsilon where PyTorch's `AdamW` (and so Hugging Face's recipes) put it.
+
+    Keras adds epsilon to `sqrt(v)` before the bias correction, which makes the effective epsilon
+    `epsilon / sqrt(1 - beta_2**t)`: 32x larger at the first step. This adds it after, as PyTorch:
+    `variable -= lr * m_hat / (sqrt(v_hat) + epsilon)` with `m_hat`, `v_hat` the bias-corrected moments.
+    Decoupled weight decay (`variable -= lr * weight_decay * variable`) is Keras' own, as PyTorch's.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.amsgrad:
+            raise ValueError("official_bert.optimization.AdamW does not implement amsgrad")
+        ops = keras.ops
+        dtype = variable.dtype
+        gradient = ops.cast(gradient, dtype)
+        step = ops.cast(self.iterations + 1, dtype)
+        beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, dtype), step)
+        beta_2_correction = 1 - ops.power(ops.cast(self.beta_2, dtype), step)
+        m = self._momentums[self._get_variable_index(variable)]
+        v = self._velocities[self._get_variable_index(variable)]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        m_hat = ops.divide(m, beta_1_correction)
+        denominator = ops.add(ops.sqrt(ops.divide(v, beta_2_correction)), ops.cast(self.epsilon, dtype))
+        self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, dtype), ops.divide(m_hat, denominator)))
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class Lamb(_ClipSummedGradients, keras.optimizers.Lamb):
-    """`keras.optimizers.Lamb` clipping the replicas' summed gradient (see `_ClipSummedGradients`)."""
+class Lamb(_DenseClippedGradients, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` with dense, summed-then-clipped gradients (see `_DenseClippedGradients`)."""
 
 
 def create_optimizer(learning_rate, total_steps, warmup_steps, optimizer="adamw", weight_decay=0.01,

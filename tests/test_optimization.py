@@ -1,0 +1,84 @@
+"""Optimizers: warmup/decay schedule, weight-decay exclusions, and AdamW steps equal to PyTorch's."""
+
+import keras
+import numpy as np
+import pytest
+
+from official_bert import BertEncoder
+from official_bert.models.classifier import BertClassifier
+from official_bert.optimization import WarmupLinearDecay, create_optimizer
+
+
+def test_warmup_then_linear_decay():
+    schedule = WarmupLinearDecay(1e-3, total_steps=100, warmup_steps=10)
+    rates = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 120)]
+    np.testing.assert_allclose(rates, [0.0, 5e-4, 1e-3, 5e-4, 0.0, 0.0], atol=1e-9)
+
+
+def test_no_weight_decay_on_layer_norm_and_bias(tiny_config):
+    model = BertClassifier(BertEncoder(tiny_config), 2)
+    optimizer = create_optimizer(1e-3, 10, 1)
+    optimizer.build(model.trainable_variables)
+    decayed = {v.path for v in model.trainable_variables if optimizer._use_weight_decay(v)}
+    assert "transformer_layer_0/attention/query/kernel" in decayed
+    assert "embeddings/word_embeddings" in decayed
+    assert not any(p.endswith(("/bias", "/gamma", "/beta")) for p in decayed)
+
+
+def test_unknown_optimizer_is_rejected():
+    with pytest.raises(ValueError, match="optimizer must be 'adamw' or 'lamb', got 'sgd'"):
+        create_optimizer(1e-3, 10, 1, optimizer="sgd")
+
+
+def _embedding_model(vocab, dim, seq):
+    """ids (batch, seq) -> embedding (batch, seq, dim) -> dense (batch, seq, 1) -> mean over seq (batch, 1)."""
+    ids = keras.Input(shape=(seq,), dtype="int32")
+    pieces = keras.layers.Embedding(vocab, dim, name="embeddings")(ids)
+    scores = keras.layers.Dense(1, name="dense")(pieces)
+    return keras.Model(ids, keras.ops.mean(scores, axis=1))
+
+
+@pytest.mark.parametrize("loss_scale", [1.0, 1e-7], ids=["clipped", "tiny-gradients"])
+def test_adamw_steps_equal_torch_adamw_with_repeated_embedding_ids(loss_scale):
+    """Embedding rows looked up many times per batch (their gradient arrives as IndexedSlices with repeated ids)
+    and gradients far below epsilon (where Keras' epsilon placement would differ 32x at the first step) update
+    exactly as torch.optim.AdamW with a dense nn.Embedding, with warmup/decay, weight decay and clipping."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    vocab, dim, seq, steps, learning_rate = 6, 4, 5, 5, 1e-2
+    keras.utils.set_random_seed(0)
+    model = _embedding_model(vocab, dim, seq)
+    table, kernel, bias = (w.numpy() for w in model.weights)
+    model.compile(optimizer=create_optimizer(learning_rate, steps, 1, epsilon=1e-8, clip_norm=0.5),
+                  loss=lambda y, p: loss_scale * keras.ops.mean(keras.ops.square(p - y)), jit_compile=False)
+
+    embedding, dense = torch.nn.Embedding(vocab, dim), torch.nn.Linear(dim, 1)
+    with torch.no_grad():
+        embedding.weight.copy_(torch.tensor(table))
+        dense.weight.copy_(torch.tensor(kernel.T))
+        dense.bias.copy_(torch.tensor(bias))
+    optimizer = torch.optim.AdamW([{"params": [embedding.weight, dense.weight], "weight_decay": 0.01},
+                                   {"params": [dense.bias], "weight_decay": 0.0}], lr=learning_rate, eps=1e-8)
+    schedule = transformers.get_linear_schedule_with_warmup(optimizer, 1, steps)
+
+    rng = np.random.default_rng(1)
+    for step in range(steps):
+        ids = rng.integers(0, 3, (8, seq)).astype("int32")  # rows 0-2 repeated ~13 times each; rows 3-5 never
+        targets = rng.normal(size=(8, 1)).astype("float32")
+        model.train_on_batch(ids, targets)
+        predictions = dense(embedding(torch.tensor(ids, dtype=torch.long))).mean(dim=1)
+        loss = loss_scale * ((predictions - torch.tensor(targets)) ** 2).mean()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([embedding.weight, dense.weight, dense.bias], 0.5)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        ours_table, ours_kernel, ours_bias = (w.numpy() for w in model.weights)
+        np.testing.assert_allclose(ours_table, embedding.weight.detach().numpy(), rtol=1e-5, atol=1e-7,
+                                   err_msg=f"embedding table after step {step}")
+        np.testing.assert_allclose(ours_kernel, dense.weight.detach().numpy().T, rtol=1e-5, atol=1e-7,
+                                   err_msg=f"dense kernel after step {step}")
+        np.testing.assert_allclose(ours_bias, dense.bias.detach().numpy(), rtol=1e-5, atol=1e-7,
+                                   err_msg=f"dense bias after step {step}")
+    # Rows never looked up still moved: weight decay, and from step 2 on nothing else (their moments are zero).
+    assert not np.allclose(ours_table[3:], table[3:])
