@@ -37,12 +37,12 @@ class _DenseClippedGradients:
     summed over the replicas, by its global norm.
 
     Dense: TensorFlow gives an embedding lookup's gradient as `tf.IndexedSlices` with one row per looked-up
-    token, a row id repeated as often as the token occurs. Keras' Adam applies such a gradient row by row
-    (`square(gradient)` squares each occurrence, `gradient - m` subtracts the moment once per occurrence), and
-    `tf.clip_by_global_norm` measures the occurrences, not their sum; so the update of the word, position and
-    token-type tables was not Adam's (on SQuAD windows the token-type table moved 12x as far per step as in
-    PyTorch). Summed into one dense gradient per table, the update is PyTorch's and Google BERT's (both train
-    embeddings with dense gradients, so every row's moments decay each step).
+    token, a row id repeated as often as the token occurs. Keras' Adam squares such a gradient occurrence by
+    occurrence (`square(IndexedSlices)` squares the values, so `v` gets the sum of squares, not the square of
+    the sum), and `tf.clip_by_global_norm` likewise measures the occurrences; so the word, position and
+    token-type tables did not get Adam's update (on SQuAD windows the token-type table moved 12x as far per
+    step as in PyTorch). Summed into one dense gradient per table, the update is PyTorch's and Google BERT's
+    (both train embeddings with dense gradients, so every row's moments decay each step).
 
     Clipped: Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed,
     so under a `tf.distribute` strategy with several replicas the update differs from one device's for the
