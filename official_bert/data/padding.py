@@ -1,0 +1,33 @@
+"""Cuts the padding columns a batch does not need, so short sentences do not pay for --max_seq_length."""
+
+import tensorflow as tf
+
+
+def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = 32, sequence_labels: bool = False) -> tf.data.Dataset:
+    """Shortens every batch to its longest sequence, rounded up to a multiple of `multiple` pieces.
+
+    A padded position is masked out of attention and carries no label, so a model's outputs at the real pieces,
+    a [CLS]-pooled output, and a loss over labeled pieces do not change (up to float rounding); the compute
+    falls with the length. Rounding up keeps the number of distinct shapes (retracing, XLA compilations) at
+    `seq_length / multiple`. Not for losses that take a softmax over all positions, padding included (the SQuAD
+    span loss, as Hugging Face's): there the padding changes the loss.
+
+    Args:
+        dataset: batches of `inputs` or `(inputs, labels)`; `inputs` is the encoder's dict of (batch, seq) int32
+            tensors whose `input_mask` is 1 on a prefix of each row.
+        multiple: the trimmed length is a multiple of this (or the full length, if shorter).
+        sequence_labels: labels are (batch, seq) per-piece labels, trimmed alike; otherwise left as they are.
+    """
+    if multiple < 1:
+        raise ValueError(f"multiple must be a positive number of pieces, got {multiple}")
+
+    def trim(inputs, labels=None):
+        full = tf.shape(inputs["input_mask"])[1]
+        longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["input_mask"] > 0, tf.int32), axis=1))
+        length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
+        inputs = {name: values[:, :length] for name, values in inputs.items()}  # (batch, length) each
+        if labels is None:
+            return inputs
+        return inputs, (labels[:, :length] if sequence_labels else labels)
+
+    return dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
