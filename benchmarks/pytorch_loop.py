@@ -5,7 +5,7 @@ import time
 
 
 def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, seed, bfloat16=False,
-                  batch_size=32, log_every=20):
+                  batch_size=32, log_every=20, trim_padding=False):
     """Fine-tunes a transformers model in place: AdamW (weight decay 0.01 except biases and LayerNorm,
     epsilon 1e-8), 10% linear warmup then linear decay, global-norm clipping at 1.0, a fresh seeded order
     every epoch.
@@ -17,6 +17,8 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
             keyword arguments of those names (e.g. `start_positions` / `end_positions` for question answering).
         num_examples, epochs, learning_rate, seed: the recipe.
         bfloat16: autocast the forward pass to bfloat16.
+        trim_padding: cut each batch (and (num_examples, seq) labels) to its longest sequence, as the padding
+            to the longest of `transformers`' data collators (`run_ner.py`'s default) does.
     Returns: `(wall seconds, steady examples/second)`; the first step is left out of the rate.
     """
     import torch
@@ -30,10 +32,10 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
                                   lr=learning_rate, eps=1e-8)
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, int(0.1 * total_steps), total_steps)
 
-    def targets(batch):
+    def targets(batch, length):
         if isinstance(labels, dict):
             return {name: values[batch] for name, values in labels.items()}
-        return {"labels": labels[batch]}
+        return {"labels": labels[batch][:, :length] if labels.dim() == 2 else labels[batch]}
 
     model.train()
     generator = torch.Generator().manual_seed(seed)
@@ -42,9 +44,10 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
         if step % steps_per_epoch == 0:
             order = torch.randperm(num_examples, generator=generator)
         batch = order[(step % steps_per_epoch) * batch_size:(step % steps_per_epoch + 1) * batch_size]
+        length = int(features["attention_mask"][batch].sum(dim=1).max()) if trim_padding else None
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-            out = model(input_ids=features["input_ids"][batch], attention_mask=features["attention_mask"][batch],
-                        token_type_ids=features["token_type_ids"][batch], **targets(batch))
+            out = model(**{name: features[name][batch][:, :length]
+                           for name in ("input_ids", "attention_mask", "token_type_ids")}, **targets(batch, length))
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
