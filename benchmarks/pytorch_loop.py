@@ -35,7 +35,7 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
     def targets(batch, length):
         if isinstance(labels, dict):
             return {name: values[batch] for name, values in labels.items()}
-        return {"labels": labels[batch][:, :length] if labels.dim() == 2 else labels[batch]}
+        return {"labels": labels[batch][:, :length].contiguous() if labels.dim() == 2 else labels[batch]}
 
     model.train()
     generator = torch.Generator().manual_seed(seed)
@@ -46,7 +46,7 @@ def train_pytorch(model, features, labels, num_examples, epochs, learning_rate, 
         batch = order[(step % steps_per_epoch) * batch_size:(step % steps_per_epoch + 1) * batch_size]
         length = int(features["attention_mask"][batch].sum(dim=1).max()) if trim_padding else None
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16):
-            out = model(**{name: features[name][batch][:, :length]
+            out = model(**{name: features[name][batch][:, :length].contiguous()
                            for name in ("input_ids", "attention_mask", "token_type_ids")}, **targets(batch, length))
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
