@@ -3,12 +3,17 @@
     python -m benchmarks.run                                  # inference + train, MiniLM and BERT-Base, fp32 + bf16
     python -m benchmarks.run --suite=inference --shapes=minilm --precisions=fp32
     python -m benchmarks.run --suite=memory --shapes=base     # RSS of BERT-Base fine-tuning, per epoch
+    python -m benchmarks.run --suite=serving                  # raw text -> label: SavedModel vs HF pipeline
 
 Every peer and precision runs in its own process (`benchmarks.perf.worker`), one after the other, on the
 same synthetic full-length sequences (seq 128 by default). Each figure is the median of --repeats timed runs
 after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward pass of the encoder
 (sequence and pooled outputs fetched to host). Train: one optimizer step of sequence-pair classification
-(AdamW, global-norm clipping). "ours/best" divides our rate by the fastest peer's. GFLOP/s counts the
+(AdamW, global-norm clipping). Serving: raw SST-2 dev sentences -> label through our exported SavedModel
+(`serving_default`, in-graph WordPiece, fixed 128-piece packing) against transformers' text-classification
+`pipeline` (fast tokenizer, dynamic padding), both all-MiniLM-L6-v2 with the same two-class head, in fp32:
+batch-1 latency p50/p99 over --latency_texts requests and the throughput of batches of --train_batch_size.
+"ours/best" divides our rate by the fastest peer's. GFLOP/s counts the
 encoder's matmul FLOPs (benchmarks/perf/shapes.py); % peak is against the fp32 peak printed at the top.
 Results also go to --out as JSON.
 """
@@ -19,6 +24,7 @@ import subprocess
 import sys
 
 from benchmarks.perf.shapes import encoder_forward_flops, machine_peak
+from benchmarks.perf.timing import percentiles
 
 PEER_ORDER = ("ours", "hf_torch", "keras_hub")
 PEER_TITLES = {"ours": "ours", "hf_torch": "HF torch", "keras_hub": "keras-hub"}
@@ -32,6 +38,9 @@ def run_worker(peer, precision, suite, args):
         command += [f"--batch_sizes={args.batch_sizes}", f"--repeats={args.repeats}"]
     elif suite == "train":
         command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}"]
+    elif suite == "serving":
+        command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.repeats}",
+                    f"--latency_texts={args.latency_texts}"]
     else:
         command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}",
                     f"--epochs={args.epochs}"]
@@ -75,6 +84,32 @@ def print_speed_table(results, suite, seq_length, peak):
         print(line)
 
 
+def print_serving(results):
+    rows = {r["peer"]: r for r in results if r["suite"] == "serving"}
+    if not rows:
+        return
+    first = next(iter(rows.values()))
+    print(f"\nserving (raw text -> label, all-MiniLM-L6-v2 + 2-class head, {first['num_texts']} SST-2 dev sentences, "
+          f"fp32; batch 1: {len(first['latencies_s'])} requests; batch {first['batch_size']}: median ± spread of "
+          f"passes over all texts)")
+    print(f"{'':16s}{'batch-1 p50 ms':>16s}{'batch-1 p99 ms':>16s}{'texts/s':>20s}")
+    figures = {}
+    for peer in ("ours", "hf_torch"):
+        if peer not in rows:
+            continue
+        r = rows[peer]
+        points = percentiles(r["latencies_s"])
+        figures[peer] = (points[50], points[99], r["num_texts"] / r["median_s"])
+        spread = (r["max_s"] - r["min_s"]) / r["median_s"]
+        title = "ours SavedModel" if peer == "ours" else "HF pipeline"
+        print(f"{title:16s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}{figures[peer][2]:12.1f} ±{spread * 100:4.1f}%")
+    if len(figures) == 2:
+        ours, hf = figures["ours"], figures["hf_torch"]
+        agree = sum(a == b for a, b in zip(rows["ours"]["labels"], rows["hf_torch"]["labels"]))
+        print(f"{'ours vs HF':16s}{hf[0] / ours[0]:15.2f}x{hf[1] / ours[1]:15.2f}x{ours[2] / hf[2]:19.2f}x"
+              f"   (speed-up; labels agree on {agree}/{len(rows['ours']['labels'])} texts)")
+
+
 def print_memory(results):
     for r in results:
         if r["suite"] == "memory":
@@ -85,7 +120,7 @@ def print_memory(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--suite", default="inference,train", help="comma list of inference, train, memory")
+    parser.add_argument("--suite", default="inference,train", help="comma list of inference, train, memory, serving")
     parser.add_argument("--peers", default=",".join(PEER_ORDER))
     parser.add_argument("--shapes", default="minilm,base")
     parser.add_argument("--precisions", default="fp32,bf16")
@@ -95,6 +130,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5, help="timed inference runs per case")
     parser.add_argument("--train_steps", type=int, default=4, help="timed training steps per case (memory: per epoch)")
     parser.add_argument("--epochs", type=int, default=3, help="memory suite epochs")
+    parser.add_argument("--latency_texts", type=int, default=200, help="serving suite: single-text requests timed")
     parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto",
                         help="ours: auto = the library default for this device")
     parser.add_argument("--out", default=None, help="write all results as JSON here")
@@ -104,12 +140,18 @@ def main():
     print(f"machine peak: {peak_note}")
     results = []
     for suite in args.suite.split(","):
-        peers = ["ours"] if suite == "memory" else args.peers.split(",")
-        for precision in args.precisions.split(","):
+        peers = args.peers.split(",")
+        precisions = args.precisions.split(",")
+        if suite == "memory":
+            peers = ["ours"]
+        elif suite == "serving":  # exports serve in float32; keras-hub has no raw-text SavedModel to compare
+            peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
+        for precision in precisions:
             for peer in peers:
                 results += run_worker(peer, precision, suite, args)
     for suite in ("inference", "train"):
         print_speed_table(results, suite, args.seq_length, peak)
+    print_serving(results)
     print_memory(results)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

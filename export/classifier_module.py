@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from official_bert.data.padding import trim_inputs
 
 
 class ClassifierModule(ServingModule):
@@ -12,6 +13,10 @@ class ClassifierModule(ServingModule):
     - classification: `logits` [batch, classes] float32, `probabilities` [batch, classes] (softmax),
       `label_id` [batch] int32 (argmax), `label` [batch] string (the class name).
     - regression (STS-B): `score` [batch] float32.
+
+    The raw-text signatures run the encoder on the request's longest text, not on `seq_length` pieces: the
+    padding is masked out of attention and the answer comes from [CLS], so only the compute changes (a short
+    single-text request costs its own length). The TFLite function keeps the fixed length (static shapes).
 
     Args:
         model: a `BertClassifier` with its trained weights.
@@ -31,6 +36,14 @@ class ClassifierModule(ServingModule):
         if model.num_classes != expected:
             raise ValueError(f"the model has {model.num_classes} outputs, but {expected} are expected for "
                              f"{'regression' if self.is_regression else f'labels {self.label_names}'}")
+
+    def answer_text(self, texts):
+        inputs, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
+        inputs, _ = trim_inputs(inputs)  # (batch, longest) each
+        return {**self.answer_tokens(inputs), "truncated": truncated}
+
+    def tflite_answer_text(self, texts):
+        return super().answer_text(texts)  # fixed (batch, seq_length)
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, classes) float32

@@ -78,3 +78,35 @@ def train(shape, batch_size, seq_length, steps, jit_compile=None):
         losses.append(loss.item())
 
     return {"batch_size": batch_size, "final_loss": losses[-1] if losses else None, **measure(step, steps)}
+
+
+def serving(latency_texts, batch_size, repeats):
+    """Raw text -> label through transformers' `pipeline("text-classification")` (its tokenizer, PyTorch model).
+
+    The same checkpoint and head as ours (`benchmarks.perf.serving_inputs`); texts cut at the same 128 pieces.
+    """
+    import numpy as np
+    import torch
+    import transformers
+
+    from benchmarks.perf import serving_inputs
+
+    texts = serving_inputs.serving_texts()
+    model = transformers.BertForSequenceClassification.from_pretrained(
+        serving_inputs.CHECKPOINT, num_labels=len(serving_inputs.LABELS)).eval()
+    kernel, bias = serving_inputs.head_weights(model.config.hidden_size)
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.from_numpy(kernel.T))
+        model.classifier.bias.copy_(torch.from_numpy(bias))
+    model.config.id2label = dict(enumerate(serving_inputs.LABELS))
+    model.config.label2id = {label: i for i, label in enumerate(serving_inputs.LABELS)}
+    tokenizer = transformers.AutoTokenizer.from_pretrained(serving_inputs.CHECKPOINT)
+    classifier = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer, device="cpu")
+
+    def classify(batch):
+        with _autocast():
+            answers = classifier(list(batch), batch_size=len(batch), truncation=True,
+                                 max_length=serving_inputs.MAX_SEQ_LENGTH)
+        return np.array([model.config.label2id[a["label"]] for a in answers])
+
+    return serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)

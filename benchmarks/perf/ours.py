@@ -1,4 +1,7 @@
-"""Our side of the performance suite: `BertEncoder` inference and `BertClassifier` training steps."""
+"""Our side of the performance suite: `BertEncoder` inference, `BertClassifier` training steps, and raw text
+through an exported classifier SavedModel."""
+
+import os
 
 import numpy as np
 
@@ -98,3 +101,43 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=[RecordMemory()], verbose=0)
     return {"batch_size": batch_size, "jit_compile": jit, "rss_after_epoch_mib": after_epoch,
             "peak_rss_mib": round(_rss_mib("VmHWM"), 1)}
+
+
+def serving(latency_texts, batch_size, repeats):
+    """Raw text -> label through `export.saved_model`'s SavedModel (`serving_default`, loaded in this process).
+
+    Returns: batch-1 latencies over `latency_texts` (seconds each), seconds per pass over all texts in batches of
+    `batch_size`, and the label of every text.
+    """
+    import tempfile
+
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the in-graph tokenizer's kernels)
+
+    from benchmarks.perf import serving_inputs
+    from export.classifier_module import ClassifierModule
+    from export.preprocessing import TextPreprocessor
+    from export.saved_model import save
+    from official_bert.checkpoints import load_encoder
+    from official_bert.checkpoints.vocab import find_vocab
+    from official_bert.models import BertClassifier
+
+    texts = serving_inputs.serving_texts()
+    encoder, config = load_encoder(serving_inputs.CHECKPOINT)
+    model = BertClassifier(encoder, len(serving_inputs.LABELS))
+    model.head.set_weights(list(serving_inputs.head_weights(config.hidden_size)))
+    with tempfile.TemporaryDirectory() as work_dir:
+        tokens, lower_case, _ = find_vocab(serving_inputs.CHECKPOINT)
+        vocab_file = os.path.join(work_dir, "vocab.txt")
+        with open(vocab_file, "w", encoding="utf-8") as f:
+            f.write("".join(token + "\n" for token in tokens))
+        preprocessor = TextPreprocessor(vocab_file, lower_case is not False, serving_inputs.MAX_SEQ_LENGTH)
+        module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",), {"vocab.txt": vocab_file})
+        version_dir = save(module, os.path.join(work_dir, "export"))
+        serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+
+        def classify(batch):
+            return serve(text=tf.constant(batch))["label_id"].numpy()
+
+        return serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)
+

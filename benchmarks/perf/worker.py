@@ -1,6 +1,7 @@
 """One peer, one precision, in its own process (thread pools and Keras policies stay apart).
 
     python -m benchmarks.perf.worker --peer=ours --precision=fp32 --suite=inference --shapes=minilm,base
+    python -m benchmarks.perf.worker --peer=hf_torch --suite=serving --batch_sizes=32 --latency_texts=200
 
 Prints one `RESULT {json}` line per measured case.
 """
@@ -25,12 +26,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--peer", choices=sorted(PEERS), required=True)
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
-    parser.add_argument("--suite", choices=["inference", "train", "memory"], required=True)
+    parser.add_argument("--suite", choices=["inference", "train", "memory", "serving"], required=True)
     parser.add_argument("--shapes", default="minilm,base")
     parser.add_argument("--batch_sizes", default="1,8,32")
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--epochs", type=int, default=3, help="memory suite: epochs")
+    parser.add_argument("--latency_texts", type=int, default=200, help="serving suite: single-text requests timed")
     parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto")
     args = parser.parse_args()
 
@@ -39,6 +41,10 @@ def main():
     jit = None if args.jit_compile == "auto" else args.jit_compile == "true"
     common = {"peer": args.peer, "precision": args.precision, "suite": args.suite, "seq_length": args.seq_length}
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    if args.suite == "serving":  # one real checkpoint (all-MiniLM-L6-v2), so no --shapes
+        for batch_size in batch_sizes:
+            _emit({**common, "shape": "minilm", **peer.serving(args.latency_texts, batch_size, args.repeats)})
+        return
     for shape in args.shapes.split(","):
         if args.suite == "inference":
             for result in peer.inference(shape, batch_sizes, args.seq_length, args.repeats, jit):

@@ -3,6 +3,24 @@
 import tensorflow as tf
 
 
+def trim_inputs(inputs, multiple=1):
+    """Cuts one batch of encoder inputs to its longest sequence, rounded up to a multiple of `multiple` pieces.
+
+    Args:
+        inputs: the encoder's dict of (batch, seq) int tensors; `input_mask` is 1 on a prefix of each row.
+        multiple: the cut length is a multiple of this (or the full length, if shorter).
+
+    Returns:
+        `(inputs, length)`: the dict of (batch, length) tensors and the scalar int32 length (at least 1).
+    """
+    full = tf.shape(inputs["input_mask"])[1]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["input_mask"] > 0, tf.int32), axis=1))
+    if multiple > 1:  # (no FloorDiv op otherwise: serving graphs keep to export/ops.py's allow-list)
+        longest = (longest + multiple - 1) // multiple * multiple
+    length = tf.clip_by_value(longest, 1, full)  # an empty batch: 1
+    return {name: values[:, :length] for name, values in inputs.items()}, length
+
+
 def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = 32, sequence_labels: bool = False) -> tf.data.Dataset:
     """Shortens every batch to its longest sequence, rounded up to a multiple of `multiple` pieces.
 
@@ -22,10 +40,7 @@ def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = 32, sequence_la
         raise ValueError(f"multiple must be a positive number of pieces, got {multiple}")
 
     def trim(inputs, labels=None):
-        full = tf.shape(inputs["input_mask"])[1]
-        longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["input_mask"] > 0, tf.int32), axis=1))
-        length = tf.minimum(full, (longest + multiple - 1) // multiple * multiple)
-        inputs = {name: values[:, :length] for name, values in inputs.items()}  # (batch, length) each
+        inputs, length = trim_inputs(inputs, multiple)  # (batch, length) each
         if labels is None:
             return inputs
         return inputs, (labels[:, :length] if sequence_labels else labels)

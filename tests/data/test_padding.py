@@ -1,4 +1,4 @@
-"""trim_batch_padding: batches cut to their longest sequence (rounded up), with the same loss as uncut ones."""
+"""trim_inputs and trim_batch_padding: batches cut to their longest sequence (rounded up), with the same loss as uncut ones."""
 
 import keras
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert import BertEncoder
-from official_bert.data.padding import trim_batch_padding
+from official_bert.data.padding import trim_batch_padding, trim_inputs
 from official_bert.models.classifier import BertClassifier
 from official_bert.models.token_classifier import IGNORE_LABEL, BertTokenClassifier, token_classification_loss
 
@@ -35,6 +35,16 @@ def test_batch_is_cut_to_its_longest_sequence_rounded_up(lengths, expected):
         np.testing.assert_array_equal(values.numpy(), inputs[name][:, :expected])
     np.testing.assert_array_equal(trimmed_labels.numpy(), labels[:, :expected])
     assert trimmed["input_mask"].numpy().sum() == sum(lengths)  # no real piece lost
+
+
+@pytest.mark.parametrize("lengths, multiple, expected", [([5, 37, 12], 1, 37), ([5, 37], 8, 40), ([0, 0], 1, 1),
+                                                        ([], 1, 1)])
+def test_one_batch_is_cut_exactly_or_to_a_multiple(lengths, multiple, expected):
+    inputs, _ = _batch(lengths, 48)
+    trimmed, length = trim_inputs({k: tf.constant(v) for k, v in inputs.items()}, multiple)
+    assert int(length) == expected
+    for name, values in trimmed.items():
+        np.testing.assert_array_equal(values.numpy(), inputs[name][:, :expected])
 
 
 def test_sentence_labels_and_label_free_batches():

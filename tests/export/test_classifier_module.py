@@ -48,6 +48,27 @@ def test_single_sentence_classifier_takes_text_only(tmp_path, vocab_file):
     assert out["truncated"].numpy().tolist() == [False, False, False, True]
 
 
+def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_path, vocab_file):
+    info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=5)
+    module = build_module(str(model_dir), str(tmp_path))
+    seen_lengths = []  # the static sequence length each traced graph feeds the model
+
+    def recording_model(inputs, **kwargs):
+        seen_lengths.append(inputs["input_word_ids"].shape[1])
+        return model(inputs, **kwargs)
+
+    module.model = recording_model  # before the functions' first trace
+    short = tf.constant(SST2_TEXTS[:2])  # 10 and 5 pieces: packed [CLS] ... [SEP] = 12 and 7
+    served = module.serving_default.get_concrete_function()(short)
+    lite = module.tflite_serving_default.get_concrete_function()(short)
+    assert module.tflite_serving_default is not module.serving_default
+    assert seen_lengths == [None, 24]  # the raw-text graph slices to the longest text; TFLite keeps 24
+    logits = model(_packed(vocab_file, SST2_TEXTS[:2], 24), training=False).numpy()
+    np.testing.assert_allclose(served["logits"].numpy(), logits, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(lite["logits"].numpy(), logits, atol=1e-5, rtol=0)
+
+
 def test_regression_gives_a_score(tmp_path, vocab_file):
     info = {"task": "STS-B", "label_names": [], "is_regression": True, "num_classes": 1}
     model_dir, model = _classifier_dir(tmp_path / "stsb", info, 1, vocab_file, seed=4)
