@@ -10,12 +10,12 @@ same synthetic full-length sequences (seq 128 by default). Each figure is the me
 after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward pass of the encoder
 (sequence and pooled outputs fetched to host). Train: one optimizer step of sequence-pair classification
 (AdamW, global-norm clipping). Serving: raw SST-2 dev sentences -> label through our exported SavedModel
-(`serving_default`, in-graph WordPiece, fixed 128-piece packing) against transformers' text-classification
-`pipeline` (fast tokenizer, dynamic padding), both all-MiniLM-L6-v2 with the same two-class head, in fp32:
-batch-1 latency p50/p99 over --latency_texts requests and the throughput of batches of --train_batch_size.
-"ours/best" divides our rate by the fastest peer's. GFLOP/s counts the
-encoder's matmul FLOPs (benchmarks/perf/shapes.py); % peak is against the fp32 peak printed at the top.
-Results also go to --out as JSON.
+(`serving_default`, in-graph WordPiece, at most 128 pieces, run at each request's longest text) against
+transformers' text-classification `pipeline` (fast tokenizer, padding to the longest text), both
+all-MiniLM-L6-v2 with the same two-class head, in fp32: batch-1 latency p50/p99 over --latency_texts requests
+and the throughput of batches of --train_batch_size. "ours/best" divides our rate by the fastest peer's.
+GFLOP/s counts the encoder's matmul FLOPs (benchmarks/perf/shapes.py); % peak is against the fp32 peak printed
+at the top. Results also go to --out as JSON.
 """
 
 import argparse
@@ -102,7 +102,8 @@ def print_serving(results):
         figures[peer] = (points[50], points[99], r["num_texts"] / r["median_s"])
         spread = (r["max_s"] - r["min_s"]) / r["median_s"]
         title = "ours SavedModel" if peer == "ours" else "HF pipeline"
-        print(f"{title:16s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}{figures[peer][2]:12.1f} ±{spread * 100:4.1f}%")
+        print(f"{title:16s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}"
+              f"{figures[peer][2]:12.1f} ±{spread * 100:4.1f}%")
     if len(figures) == 2:
         ours, hf = figures["ours"], figures["hf_torch"]
         agree = sum(a == b for a, b in zip(rows["ours"]["labels"], rows["hf_torch"]["labels"]))

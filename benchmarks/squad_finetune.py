@@ -28,8 +28,10 @@ own initialisation under `--seed` (`write_start_checkpoint`), which ours loads a
 `BertForQuestionAnswering` checkpoint. At this budget (2 epochs of a few thousand windows) the score depends
 strongly on the head's random draw: on 2,000 training questions, one Keras-drawn head gave ours F1 17.5 and the
 peer's head gave ours 35.2 on the same batches (issue 4). Drawing the head once keeps that lottery out of the
-comparison; `--no-same_start` lets each side draw its own. Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the
-steady-state training windows/second (first step, which compiles, left out) of both, and the ratios.
+comparison; `--no-same_start` lets each side draw its own.
+
+Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the steady-state training windows/second
+(first step, which compiles, left out) of both, and the ratios.
 """
 
 import argparse

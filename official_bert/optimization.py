@@ -40,9 +40,10 @@ class _DenseClippedGradients:
     token, a row id repeated as often as the token occurs. Keras' Adam squares such a gradient occurrence by
     occurrence (`square(IndexedSlices)` squares the values, so `v` gets the sum of squares, not the square of
     the sum), and `tf.clip_by_global_norm` likewise measures the occurrences; so the word and token-type
-    tables (gathered; the position table is sliced, its gradient already dense) did not get Adam's update (on SQuAD windows the token-type table moved 12x as far per
-    step as in PyTorch). Summed into one dense gradient per table, the update is PyTorch's and Google BERT's
-    (both train embeddings with dense gradients, so every row's moments decay each step).
+    tables (gathered; the position table is sliced, its gradient already dense) did not get Adam's update
+    (on SQuAD windows the token-type table moved 12x as far per step as in PyTorch). Summed into one dense
+    gradient per table, the update is PyTorch's and Google BERT's (both train embeddings with dense gradients,
+    so every row's moments decay each step).
 
     Clipped: Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed,
     so under a `tf.distribute` strategy with several replicas the update differs from one device's for the

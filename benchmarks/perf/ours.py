@@ -132,7 +132,8 @@ def serving(latency_texts, batch_size, repeats):
         with open(vocab_file, "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in tokens))
         preprocessor = TextPreprocessor(vocab_file, lower_case is not False, serving_inputs.MAX_SEQ_LENGTH)
-        module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",), {"vocab.txt": vocab_file})
+        module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",),
+                                  {"vocab.txt": vocab_file})
         version_dir = save(module, os.path.join(work_dir, "export"))
         serve = tf.saved_model.load(version_dir).signatures["serving_default"]
 
@@ -140,4 +141,3 @@ def serving(latency_texts, batch_size, repeats):
             return serve(text=tf.constant(batch))["label_id"].numpy()
 
         return serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)
-

@@ -11,6 +11,8 @@ import time
 
 import numpy as np
 
+from benchmarks.perf.timing import measure
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
 CHECKPOINT = os.path.join(SHARED_DATA, "all-MiniLM-L6-v2")
@@ -55,8 +57,6 @@ def time_classifier(classify, texts, latency_texts, batch_size, repeats):
     Returns: dict with `latencies_s` (one per single request), the `measure` timing of one pass over all texts,
     `num_texts`, `batch_size`, and the label of every text (from the last pass).
     """
-    from benchmarks.perf.timing import measure
-
     for text in texts[:5]:
         classify([text])
     latencies = []

@@ -1,4 +1,5 @@
-"""trim_inputs and trim_batch_padding: batches cut to their longest sequence (rounded up), with the same loss as uncut ones."""
+"""trim_inputs and trim_batch_padding: batches cut to their longest sequence (rounded up), with the same loss
+as uncut ones."""
 
 import keras
 import numpy as np
