@@ -8,7 +8,7 @@ import sys
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_our_cli(module, flags, model_dir, args, seq_length=128):
+def run_our_cli(module, flags, model_dir, args, seq_length=128, checkpoint_steps=100000):
     """Runs `python -m <module>` with the benchmark recipe and returns its results.
 
     Args:
@@ -17,12 +17,13 @@ def run_our_cli(module, flags, model_dir, args, seq_length=128):
         model_dir: the run's --model_dir.
         args: the benchmark's parsed arguments (learning_rate, epochs, seed, jit_compile, mixed_precision).
         seq_length: --max_seq_length.
+        checkpoint_steps: --checkpoint_steps; a rerun on the same `model_dir` resumes from the last checkpoint.
     Returns: `(eval_results dict, steady training examples/second, training wall seconds)`.
     """
     command = [sys.executable, "-m", module, *flags, f"--model_dir={model_dir}", f"--max_seq_length={seq_length}",
                "--train_batch_size=32", f"--learning_rate={args.learning_rate}", f"--num_train_epochs={args.epochs}",
                "--warmup_proportion=0.1", "--weight_decay=0.01", "--adam_epsilon=1e-8", f"--seed={args.seed}",
-               "--checkpoint_steps=100000"]
+               f"--checkpoint_steps={checkpoint_steps}"]
     if args.jit_compile is not None:
         command.append(f"--jit_compile={str(args.jit_compile).lower()}")
     if args.mixed_precision:

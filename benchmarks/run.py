@@ -14,8 +14,10 @@ after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward
 transformers' text-classification `pipeline` (fast tokenizer, padding to the longest text), both
 all-MiniLM-L6-v2 with the same two-class head, in fp32: batch-1 latency p50/p99 over --latency_texts requests
 and the throughput of batches of --train_batch_size. "ours/best" divides our rate by the fastest peer's.
-GFLOP/s counts the encoder's matmul FLOPs (benchmarks/perf/shapes.py); % peak is against the fp32 peak printed
-at the top. Results also go to --out as JSON.
+GFLOP/s counts the encoder's matmul FLOPs (benchmarks/perf/shapes.py). "% peak" is against the nominal peak of
+the row's precision, "% GEMM" against the GEMM ceiling measured at the start of the run: the speed of a large
+square matmul in fp32 or bf16 (benchmarks/perf/machine.py says how both are found). Results also go to --out
+as JSON.
 """
 
 import argparse
@@ -23,7 +25,7 @@ import json
 import subprocess
 import sys
 
-from benchmarks.perf.shapes import encoder_forward_flops, machine_peak
+from benchmarks.perf.shapes import encoder_forward_flops
 from benchmarks.perf.timing import percentiles
 
 PEER_ORDER = ("ours", "hf_torch", "keras_hub")
@@ -52,6 +54,20 @@ def run_worker(peer, precision, suite, args):
     return [json.loads(line[len("RESULT "):]) for line in process.stdout.splitlines() if line.startswith("RESULT ")]
 
 
+def measure_machine():
+    """Runs `benchmarks.perf.machine` in its own process; returns `(limits per precision, description)`, each
+    precision's dict holding `nominal_gflops` and the measured GEMM ceiling `gflops`."""
+    print("running: benchmarks.perf.machine", file=sys.stderr, flush=True)
+    process = subprocess.run([sys.executable, "-m", "benchmarks.perf.machine"], capture_output=True, text=True)
+    if process.returncode != 0:
+        print(process.stderr[-3000:], file=sys.stderr)
+        raise RuntimeError(f"benchmarks.perf.machine failed (exit {process.returncode})")
+    lines = process.stdout.splitlines()
+    limits = {r["precision"]: r for r in (json.loads(line[len("RESULT "):]) for line in lines
+                                          if line.startswith("RESULT "))}
+    return limits, "\n".join(line for line in lines if not line.startswith("RESULT "))
+
+
 def _cell(result):
     if result is None:
         return f"{'-':>17s}"
@@ -60,7 +76,7 @@ def _cell(result):
     return f"{rate:10.2f} ±{spread * 100:4.1f}%"
 
 
-def print_speed_table(results, suite, seq_length, peak):
+def print_speed_table(results, suite, seq_length, limits):
     multiplier = 1 if suite == "inference" else 3
     keys = sorted({(r["shape"], r["precision"], r["batch_size"]) for r in results if r["suite"] == suite},
                   key=lambda k: (k[0] != "minilm", k[1], k[2]))
@@ -69,7 +85,7 @@ def print_speed_table(results, suite, seq_length, peak):
     unit = "sequences/s" if suite == "inference" else "training examples/s"
     print(f"\n{suite} ({unit}, seq {seq_length}; median ± spread)")
     header = f"{'shape':8s}{'prec':6s}{'batch':>6s}" + "".join(f"{PEER_TITLES[p]:>18s}" for p in PEER_ORDER)
-    print(header + f"{'ours/best':>11s}{'ours GFLOP/s':>14s}{'% peak':>8s}")
+    print(header + f"{'ours/best':>11s}{'ours GFLOP/s':>14s}{'% peak':>8s}{'% GEMM':>8s}")
     for shape, precision, batch in keys:
         row = {r["peer"]: r for r in results if r["suite"] == suite and
                (r["shape"], r["precision"], r["batch_size"]) == (shape, precision, batch)}
@@ -80,7 +96,9 @@ def print_speed_table(results, suite, seq_length, peak):
             rate = batch / ours["median_s"]
             gflops = rate * multiplier * encoder_forward_flops(shape, seq_length) / 1e9
             ratio = f"{rate / max(peers):10.2f}x" if peers else f"{'-':>11s}"
-            line += f"{ratio}{gflops:14.1f}{gflops / peak * 100:7.1f}%"
+            limit = limits[precision]
+            line += (f"{ratio}{gflops:14.1f}{gflops / limit['nominal_gflops'] * 100:7.1f}%"
+                     f"{gflops / limit['gflops'] * 100:7.1f}%")
         print(line)
 
 
@@ -137,8 +155,8 @@ def main():
     parser.add_argument("--out", default=None, help="write all results as JSON here")
     args = parser.parse_args()
 
-    peak, peak_note = machine_peak()
-    print(f"machine peak: {peak_note}")
+    limits, limits_note = measure_machine()
+    print(limits_note)
     results = []
     for suite in args.suite.split(","):
         peers = args.peers.split(",")
@@ -151,12 +169,12 @@ def main():
             for peer in peers:
                 results += run_worker(peer, precision, suite, args)
     for suite in ("inference", "train"):
-        print_speed_table(results, suite, args.seq_length, peak)
+        print_speed_table(results, suite, args.seq_length, limits)
     print_serving(results)
     print_memory(results)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"peak_gflops": peak, "peak_note": peak_note, "results": results}, f, indent=1)
+            json.dump({"machine": limits, "machine_note": limits_note, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ comparison; `--no-same_start` lets each side draw its own.
 
 Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the steady-state training windows/second
 (first step, which compiles, left out) of both, and the ratios.
+
+A full-split run takes hours on a small CPU (v1.1: ~45 min ours, ~2.4 h the peer, on 2 cores), so it resumes:
+run the same command with the same `--out` and each side goes on from its last checkpoint (every 50 steps), or
+reuses its results if it had finished. `--out` remembers the flags in `benchmark.json`; a rerun with other
+flags is an error naming the first that differs. After a resume, a side's rate is that of its last run.
 """
 
 import argparse
@@ -50,6 +55,7 @@ SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT
 DATA_FILES = {"1.1": os.path.join("squad", "v1.1", "dev-v1.1.json"),
               "2.0": os.path.join("squad", "v2.0", "cs224n-dev-half-v2.0.json")}
 DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 128, 64, 20, 30
+CHECKPOINT_STEPS = 50
 
 
 def _first_questions(articles, limit):
@@ -108,23 +114,69 @@ def write_start_checkpoint(checkpoint, seed, directory):
 
     torch.manual_seed(seed)
     model = transformers.BertForQuestionAnswering.from_pretrained(checkpoint, attn_implementation="eager")
-    model.save_pretrained(directory)
+    temporary = directory + ".tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    model.save_pretrained(temporary)
     for name in TOKENIZER_FILES:
         if os.path.isfile(os.path.join(checkpoint, name)):
-            shutil.copy(os.path.join(checkpoint, name), directory)
+            shutil.copy(os.path.join(checkpoint, name), temporary)
+    os.replace(temporary, directory)  # whole or absent, so a resumed run can trust it
     return directory
 
 
+def check_same_run(work, args):
+    """Records the run's flags in `<work>/benchmark.json`, or checks a resumed run's flags equal them.
+
+    Raises: ValueError naming the first flag that differs from the recorded run's.
+    """
+    flags = {name: value for name, value in sorted(vars(args).items()) if name != "out"}
+    path = os.path.join(work, "benchmark.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        for name in sorted(set(flags) | set(recorded)):
+            if flags.get(name) != recorded.get(name):
+                raise ValueError(f"{path}: --{name} was {recorded.get(name)!r} in the run being resumed, now "
+                                 f"{flags.get(name)!r}; pass the same flags or a fresh --out")
+        print(f"Resuming the run in {work}", flush=True)
+        return
+    os.makedirs(work, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(flags, f, indent=2)
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def run_ours(paths, args, model_dir):
+    if os.path.exists(os.path.join(model_dir, "eval_results.json")):
+        print(f"ours: {model_dir} has finished; its results are reused", flush=True)
+        train = _read_json(os.path.join(model_dir, "train_results.json"))
+        return (_read_json(os.path.join(model_dir, "eval_results.json")), train["steady_examples_per_second"],
+                train["seconds"])
     flags = [f"--train_file={paths['train']}", f"--predict_file={paths['eval']}",
              f"--init_checkpoint={args.checkpoint}",
              f"--doc_stride={DOC_STRIDE}", f"--max_query_length={MAX_QUERY_LENGTH}", f"--n_best_size={N_BEST_SIZE}",
              f"--max_answer_length={MAX_ANSWER_LENGTH}", f"--version_2_with_negative={args.version == '2.0'}"]
-    return run_our_cli("tasks.run_squad", flags, model_dir, args, seq_length=args.max_seq_length)
+    return run_our_cli("tasks.run_squad", flags, model_dir, args, seq_length=args.max_seq_length,
+                       checkpoint_steps=CHECKPOINT_STEPS)
 
 
-def run_pytorch(paths, eval_data, args):
-    """The peer: transformers BertForQuestionAnswering on our windows, a plain PyTorch training loop."""
+def run_pytorch(paths, eval_data, args, work):
+    """The peer: transformers BertForQuestionAnswering on our windows, a plain PyTorch training loop.
+
+    Its training state goes to `<work>/pytorch/state.pt` (resumed from there) and its results to
+    `<work>/pytorch/results.json` (reused when present).
+    """
+    results_path = os.path.join(work, "pytorch", "results.json")
+    if os.path.exists(results_path):
+        print(f"pytorch: {results_path} exists; its results are reused", flush=True)
+        results = _read_json(results_path)
+        return results["metrics"], results["steady_examples_per_second"], results["seconds"]
+    os.makedirs(os.path.dirname(results_path), exist_ok=True)
+
     import torch
     import transformers
 
@@ -153,7 +205,9 @@ def run_pytorch(paths, eval_data, args):
     labels = {"start_positions": torch.tensor(train_features.start_positions, dtype=torch.long),
               "end_positions": torch.tensor(train_features.end_positions, dtype=torch.long)}
     seconds, rate = train_pytorch(model, train_inputs, labels, len(train_features), args.epochs, args.learning_rate,
-                                  args.seed, bfloat16=args.mixed_precision == "bfloat16", log_every=50)
+                                  args.seed, bfloat16=args.mixed_precision == "bfloat16", log_every=50,
+                                  state_path=os.path.join(work, "pytorch", "state.pt"),
+                                  checkpoint_every=CHECKPOINT_STEPS)
 
     model.eval()
     examples, features, inputs = windows(paths["eval"], False)
@@ -168,6 +222,9 @@ def run_pytorch(paths, eval_data, args):
                               version_2_with_negative=v2)
     metrics = evaluate(eval_data, predictions.predictions, na_probs=predictions.null_odds,
                        version=args.version)
+    with open(results_path, "w", encoding="utf-8") as f:
+        json.dump({"metrics": metrics, "steady_examples_per_second": rate, "seconds": seconds}, f, indent=2)
+    os.remove(os.path.join(work, "pytorch", "state.pt"))  # the results stand for it now
     return metrics, rate, seconds
 
 
@@ -194,9 +251,8 @@ def main():
 
     source = args.data_file or os.path.join(SHARED_DATA, DATA_FILES[args.version])
     work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
+    check_same_run(work, args)
     model_dir = os.path.join(work, "ours")
-    if os.path.exists(model_dir):
-        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
     with open(source, encoding="utf-8") as f:
         num_articles = len(json.load(f)["data"])
     eval_articles = args.eval_articles or max(1, math.floor(num_articles * 10 / 48 + 0.5))
@@ -204,9 +260,10 @@ def main():
                                    args.max_eval_examples)
 
     if args.same_start:
-        args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"))
+        start = os.path.join(work, "start")
+        args.checkpoint = start if os.path.isdir(start) else write_start_checkpoint(args.checkpoint, args.seed, start)
     ours, ours_rate, ours_seconds = run_ours(paths, args, model_dir)
-    theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args)
+    theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args, work)
 
     keys = (("exact_match", "f1") if args.version == "1.1" else
             ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1"))

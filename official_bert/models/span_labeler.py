@@ -50,6 +50,9 @@ class BertSpanLabeler(keras.Model):
         config = encoder.config
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        # The pooler is off the path to these logits: frozen, it stays out of the optimizer (no slots, no
+        # "Gradients do not exist" warning) and is still saved. Note: this freezes it on `encoder` itself.
+        encoder.pooler.trainable = False
         head = keras.layers.Dense(
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="qa_outputs")  # float32 logits for a stable loss under mixed precision

@@ -46,6 +46,9 @@ class BertTokenClassifier(keras.Model):
         dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        # The pooler is off the path to these logits: frozen, it stays out of the optimizer (no slots, no
+        # "Gradients do not exist" warning) and is still saved. Note: this freezes it on `encoder` itself.
+        encoder.pooler.trainable = False
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(
             num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),

@@ -1,6 +1,8 @@
 """BertSpanLabeler: outputs, head names, config round trip, and logits and loss equal to Hugging Face
 BertForQuestionAnswering."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -42,6 +44,18 @@ def test_head_specs_in_both_formats(tiny_config):
     assert (bias.hf_name, bias.google_name, bias.stored_shape("google")) == ("qa_outputs.bias", "cls/squad/output_bias",
                                                                               (2,))
     assert len(model.checkpoint_specs()) == len(model.encoder.weights) + 2
+
+
+def test_pooler_is_frozen_so_training_warns_of_no_missing_gradients(tiny_config):
+    model = BertSpanLabeler(BertEncoder(tiny_config))
+    pooler = {id(w) for w in model.encoder.pooler.weights}
+    assert not pooler & {id(w) for w in model.trainable_weights}
+    assert pooler <= {id(w) for w in model.weights}  # still saved
+    model.compile(optimizer="adam", **span_labeling_loss())
+    labels = {"start_logits": np.array([1, 2]), "end_logits": np.array([3, 4])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(_inputs(2, 7), labels, epochs=1, verbose=0)
 
 
 def test_get_config_and_keras_file_round_trip(tiny_config, tmp_path):

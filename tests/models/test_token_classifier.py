@@ -2,6 +2,7 @@
 EntityTagger: character spans and windows on raw text."""
 
 import json
+import warnings
 
 import keras
 import numpy as np
@@ -41,6 +42,17 @@ def test_loss_ignores_positions_labeled_minus_100():
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     expected = -(log_probs[0, 0, 1] + log_probs[0, 2, 2] + log_probs[1, 0, 0]) / 3
     assert float(token_classification_loss()(labels, logits)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_pooler_is_frozen_so_training_warns_of_no_missing_gradients(tiny_config):
+    model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=3)
+    pooler = {id(w) for w in model.encoder.pooler.weights}
+    assert not pooler & {id(w) for w in model.trainable_weights}
+    assert pooler <= {id(w) for w in model.weights}  # still saved
+    model.compile(optimizer="adam", loss=token_classification_loss())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.fit(_inputs(2, 7), np.ones((2, 7), np.int32), epochs=1, verbose=0)
 
 
 def test_get_config_and_keras_file_round_trip(tiny_config, tmp_path):
