@@ -1,11 +1,12 @@
 """What export and quantization cost a fine-tuned classifier: dev accuracy, file size and batch-1 latency.
 
-Exports a `tasks.run_classifier` model_dir (e.g. SST-2) with `export.saved_model`, converts it with
-`export.tflite` at every `--quantize` setting, and runs the task's dev TSV through each: the SavedModel's
-`serving_default` (TF, CPU) and each .tflite in LiteRT with tf-text's kernels, all from raw text. Prints
-accuracy (and the change from the SavedModel in points), size on disk, and batch-1 latency p50/p99 over
+Exports a `tasks.run_classifier` model_dir (e.g. SST-2) with `export.saved_model` (float32, and a bfloat16
+SavedModel: `--precision=bfloat16`), converts the float32 one with `export.tflite` at every `--quantize` setting,
+and runs the task's dev TSV through each: the SavedModels' `serving_default` (TF, CPU) and each .tflite in
+LiteRT with tf-text's kernels, all from raw text. Prints
+accuracy (and the change from the float32 SavedModel in points), size on disk, and batch-1 latency p50/p99 over
 `--latency_texts` dev sentences (after a warm-up), plus how often each TFLite model's label agrees with
-the SavedModel's.
+the float32 SavedModel's.
 
     python -m benchmarks.export_quality --model_dir=out/sst2 --dev_tsv=../shared/data/glue/SST-2/dev.tsv
     python -m benchmarks.export_quality --model_dir=out/tiny --dev_tsv=... --limit=64 --latency_texts=16  # smoke
@@ -75,15 +76,20 @@ def main():
     timed = [[c[i] for c in columns] for i in range(min(args.latency_texts, len(labels)))]
 
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="export_quality_")
-    version_dir = export(args.model_dir, os.path.join(work_dir, "export"))
-    saved = tf.saved_model.load(version_dir).signatures["serving_default"]
+    rows, reference = [], None
+    for precision in ("float32", "bfloat16"):
+        precision_dir = export(args.model_dir, os.path.join(work_dir, f"export_{precision}"), precision=precision)
+        saved = tf.saved_model.load(precision_dir).signatures["serving_default"]
 
-    def saved_labels(batch):
-        return saved(**{n: tf.constant(c) for n, c in zip(names, batch)})["label_id"].numpy()
+        def saved_labels(batch, saved=saved):
+            return saved(**{n: tf.constant(c) for n, c in zip(names, batch)})["label_id"].numpy()
 
-    reference = _predict_in_batches(saved_labels, columns, args.batch_size)
-    rows = [("SavedModel", np.mean(reference == labels), _size(version_dir), 1.0,
-             _latencies(lambda t: saved_labels([np.array([x], dtype=object) for x in t]), timed))]
+        predicted = _predict_in_batches(saved_labels, columns, args.batch_size)
+        if reference is None:
+            reference, version_dir = predicted, precision_dir
+        rows.append((f"SavedModel {precision}", np.mean(predicted == labels), _size(precision_dir),
+                     np.mean(predicted == reference),
+                     _latencies(lambda t, f=saved_labels: f([np.array([x], dtype=object) for x in t]), timed)))
     for quantize in tflite.QUANTIZATIONS:
         path = os.path.join(work_dir, f"model_{quantize}.tflite")
         with open(path, "wb") as f:

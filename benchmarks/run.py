@@ -6,7 +6,9 @@
     python -m benchmarks.run --suite=serving                  # raw text -> label: SavedModel vs HF pipeline
 
 Every peer and precision runs in its own process (`benchmarks.perf.worker`), one after the other, on the
-same synthetic full-length sequences (seq 128 by default). Each figure is the median of --repeats timed runs
+same synthetic full-length sequences (seq 128 by default). bf16: ours infers as a `--precision=bfloat16` export
+serves (weights stored in bf16, LayerNorms and softmax in float32) and trains under mixed_bfloat16; keras-hub
+runs mixed_bfloat16 (the same numerics); HF torch autocasts to bf16. Each figure is the median of --repeats timed runs
 after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward pass of the encoder
 (sequence and pooled outputs fetched to host). Train: one optimizer step of sequence-pair classification
 (AdamW, global-norm clipping). Serving: raw SST-2 dev sentences -> label through our exported SavedModel

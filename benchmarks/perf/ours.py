@@ -10,10 +10,14 @@ from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE
 from benchmarks.perf.timing import measure
 
 
+_PRECISION = {"value": "fp32"}
+
+
 def setup(precision):
-    """Sets the Keras policy before any model is built ("fp32" or "bf16")."""
+    """Sets the Keras policy before any model is built ("fp32" or "bf16": mixed_bfloat16, as training runs)."""
     from official_bert import training
 
+    _PRECISION["value"] = precision
     training.set_mixed_precision("bfloat16" if precision == "bf16" else None)
 
 
@@ -34,13 +38,20 @@ def _feed(batch_size, seq_length):
 
 
 def inference(shape, batch_sizes, seq_length, repeats, jit_compile):
-    """Yields one result dict per batch size: seconds per forward pass of `sequence_output` + `pooled_output`."""
+    """Yields one result dict per batch size: seconds per forward pass of `sequence_output` + `pooled_output`.
+    bf16: the encoder holds bf16 weights, as `export.saved_model --precision=bfloat16` serves it."""
     import tensorflow as tf
 
     from official_bert import BertEncoder
     from official_bert.training import default_jit_compile
 
+    import keras
+
+    from export.saved_model import SERVING_PRECISIONS
+
     jit = default_jit_compile() if jit_compile is None else jit_compile
+    # bf16 inference as a `--precision=bfloat16` export serves: weights stored in bf16, mixed_bfloat16's numerics.
+    keras.config.set_dtype_policy(SERVING_PRECISIONS["bfloat16" if _PRECISION["value"] == "bf16" else "float32"])
     encoder = BertEncoder(_config(shape))
     forward = tf.function(lambda x: encoder(x, training=False), jit_compile=jit, reduce_retracing=True)
     for batch_size in batch_sizes:

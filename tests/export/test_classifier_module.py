@@ -48,6 +48,35 @@ def test_single_sentence_classifier_takes_text_only(tmp_path, vocab_file):
     assert out["truncated"].numpy().tolist() == [False, False, False, True]
 
 
+def test_bfloat16_export_stores_bfloat16_weights_and_answers_as_the_mixed_precision_model(tmp_path, vocab_file):
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.classifier import BertClassifier
+
+    info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=3)
+    module = build_module(str(model_dir), str(tmp_path), precision="bfloat16")
+    dtypes = {v.path: v.dtype for v in module.model.weights}
+    assert dtypes["transformer_layer_0/intermediate/kernel"] == "bfloat16"
+    assert dtypes["transformer_layer_0/output_layer_norm/gamma"] == "float32"  # LayerNorms stay float32
+    assert dtypes["classifier/kernel"] == "float32"  # so do the logits
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        mixed = BertClassifier(BertEncoder(tiny_bert_config()), 2)
+        mixed.set_weights(model.get_weights())
+    finally:
+        keras.config.set_dtype_policy("float32")
+    out = module.serving_default(tf.constant(SST2_TEXTS))  # its longest text fills all 24 pieces
+    # In a graph, as the module runs: grappler's fused matmul kernels round to bf16 in other places than eager ops.
+    expected = tf.function(lambda x: mixed(x, training=False))(_packed(vocab_file, SST2_TEXTS, 24)).numpy()
+    np.testing.assert_allclose(out["logits"].numpy(), expected, atol=1e-6, rtol=0)
+    float32_logits = model(_packed(vocab_file, SST2_TEXTS, 24), training=False).numpy()
+    assert np.abs(out["logits"].numpy() - float32_logits).max() < 0.2  # bf16 rounding, not another model
+    with pytest.raises(ValueError, match="precision must be one of"):
+        build_module(str(model_dir), str(tmp_path), precision="float16")
+
+
 def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_path, vocab_file):
     info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=5)
