@@ -32,6 +32,10 @@ def _frozen_module(saved_model_dir, signature):
     import tensorflow_text  # noqa: F401  (the kernels the SavedModel's graph needs)
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
+    weights = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
+    if tf.bfloat16 in weights.get_variable_to_dtype_map().values():
+        raise ValueError(f"{saved_model_dir} holds bfloat16 weights (export.saved_model --precision=bfloat16), "
+                         "which TFLite cannot run; convert a float32 export (--quantize=float16 halves its size)")
     loaded = tf.saved_model.load(saved_model_dir)
     if signature not in loaded.signatures:
         raise ValueError(f"{saved_model_dir} has no signature {signature!r}; it has {sorted(loaded.signatures)}")

@@ -85,3 +85,13 @@ def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
     assert_lite_equals_saved(lite, saved)
     with pytest.raises(ValueError, match="ParseExampleV2"):
         tflite.convert(exports["classifier"], "serve_examples", "none")
+
+
+def test_a_bfloat16_export_is_refused_with_the_way_out(classifier_dir, tmp_path):
+    from export.saved_model import export
+
+    version_dir = export(str(classifier_dir), str(tmp_path / "export"), precision="bfloat16")
+    loaded = tf.saved_model.load(version_dir).signatures["serving_default"]
+    assert set(loaded(text=tf.constant(["A cat."]), text_b=tf.constant(["A dog."]))) >= {"logits", "label"}
+    with pytest.raises(ValueError, match="bfloat16 weights .* convert a float32 export"):
+        tflite.convert(version_dir, "serving_default", "none")
