@@ -40,14 +40,12 @@ def _feed(batch_size, seq_length):
 def inference(shape, batch_sizes, seq_length, repeats, jit_compile):
     """Yields one result dict per batch size: seconds per forward pass of `sequence_output` + `pooled_output`.
     bf16: the encoder holds bf16 weights, as `export.saved_model --precision=bfloat16` serves it."""
+    import keras
     import tensorflow as tf
 
+    from export.saved_model import SERVING_PRECISIONS
     from official_bert import BertEncoder
     from official_bert.training import default_jit_compile
-
-    import keras
-
-    from export.saved_model import SERVING_PRECISIONS
 
     jit = default_jit_compile() if jit_compile is None else jit_compile
     # bf16 inference as a `--precision=bfloat16` export serves: weights stored in bf16, mixed_bfloat16's numerics.
