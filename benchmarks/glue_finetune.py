@@ -7,8 +7,10 @@ Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 with AdamW (learning rate, 
 LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup over 10% of the steps then
 linear decay, batch 32, sequences padded/truncated to 128 (longest first), dropout 0.1, the same number of
 steps. Ours runs through the CLI (`python -m tasks.run_classifier`); the peer is a plain PyTorch loop over
-`BertForSequenceClassification`. Prints dev metrics and steady-state training examples/second (first step,
-which compiles, left out) for both, and the ratios.
+`BertForSequenceClassification`. Both start from the same weights: the checkpoint's encoder and one
+classification head drawn by transformers under `--seed` (`benchmarks/start_checkpoint.py`; `--no-same_start`
+lets each side draw its own). Prints dev metrics and steady-state training examples/second (first step, which
+compiles, left out) for both, and the ratios.
 """
 
 import argparse
@@ -19,6 +21,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.start_checkpoint import write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -93,12 +96,15 @@ def main():
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,
+                        help="both sides start from one seeded classification head")
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
 
     from official_bert.data.glue_tasks import get_glue_task
 
-    task = get_glue_task(args.task).name
+    glue_task = get_glue_task(args.task)
+    task = glue_task.name
     data_dir = args.data_dir or os.path.join(SHARED_DATA, "glue", task)
     work = args.out or tempfile.mkdtemp(prefix="glue_bench_")
     task_dir = os.path.join(work, "data")
@@ -106,12 +112,16 @@ def main():
     model_dir = os.path.join(work, "ours")
     if os.path.exists(model_dir):
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+    if args.same_start:
+        args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
+                                                 "BertForSequenceClassification", num_labels=glue_task.num_classes)
 
     ours, ours_rate, ours_seconds = run_ours(task, task_dir, args.checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(task, task_dir, args.checkpoint, args)
 
     print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
-          f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}")
+          f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}; "
+          f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}")
     print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
     for key in sorted(k for k in theirs if not k.startswith("num_")):
         print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")

@@ -13,8 +13,10 @@ runs through the CLI (`python -m tasks.run_ner`); the peer is a plain PyTorch lo
 `BertForTokenClassification`, tokenized by `transformers`' fast tokenizer (`is_split_into_words=True`,
 `word_ids()` for the alignment). Sentences of more than 126 pieces are windowed by ours and truncated by the
 peer (words it cuts, or that get no piece, are predicted "O"; the number of such sentences is printed). Both
-are scored with seqeval's default (conlleval) entity F1 on the test split. Prints the scores and steady-state
-training examples/second (first step, which compiles, left out) for both, and the ratios.
+are scored with seqeval's default (conlleval) entity F1 on the test split. Both start from the same weights:
+the checkpoint's encoder and one tagging head drawn by transformers under `--seed`
+(`benchmarks/start_checkpoint.py`; `--no-same_start` lets each side draw its own). Prints the scores and
+steady-state training examples/second (first step, which compiles, left out) for both, and the ratios.
 """
 
 import argparse
@@ -25,6 +27,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.start_checkpoint import write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -124,6 +127,8 @@ def main():
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,
+                        help="both sides start from one seeded tagging head")
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
 
@@ -134,13 +139,19 @@ def main():
     model_dir = os.path.join(work, "ours")
     if os.path.exists(model_dir):
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+    if args.same_start:
+        from official_bert.data.conll import label_names
+
+        args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
+                                                 "BertForTokenClassification", num_labels=len(label_names(train.tags)))
 
     ours, ours_rate, ours_seconds = run_ours(task_dir, args.checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(train, test, args.checkpoint, args)
 
     print(f"\nCoNLL-2003 NER: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
           f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "
-          f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']})")
+          f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']}); "
+          f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}")
     print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
     for key in ("precision", "recall", "f1"):
         print(f"{'test entity ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")

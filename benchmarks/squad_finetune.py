@@ -24,11 +24,8 @@ end cross-entropies, as ours). Both answers go through the same post-processing
 the comparison isolates the training.
 
 Both sides start from the same weights: the checkpoint's encoder and one span head drawn by transformers'
-own initialisation under `--seed` (`write_start_checkpoint`), which ours loads as a Hugging Face
-`BertForQuestionAnswering` checkpoint. At this budget (2 epochs of a few thousand windows) the score depends
-strongly on the head's random draw: on 2,000 training questions, one Keras-drawn head gave ours F1 17.5 and the
-peer's head gave ours 35.2 on the same batches (issue 4). Drawing the head once keeps that lottery out of the
-comparison; `--no-same_start` lets each side draw its own.
+own initialisation under `--seed` (`benchmarks/start_checkpoint.py` says why), which ours loads as a Hugging
+Face `BertForQuestionAnswering` checkpoint; `--no-same_start` lets each side draw its own.
 
 Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the steady-state training windows/second
 (first step, which compiles, left out) of both, and the ratios.
@@ -49,6 +46,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.start_checkpoint import write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -93,35 +91,6 @@ def write_split(source, work, eval_articles, max_train, max_eval):
         with open(paths[name], "w", encoding="utf-8") as f:
             json.dump({"version": squad.get("version", ""), "data": data}, f)
     return paths, splits["eval"]
-
-
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-
-
-def write_start_checkpoint(checkpoint, seed, directory):
-    """Writes the weights both sides start from, as a Hugging Face `BertForQuestionAnswering` directory.
-
-    Args:
-        checkpoint: a Hugging Face encoder directory (its span head, if any, is kept).
-        seed: `torch.manual_seed` before loading, so a missing head is transformers' seeded draw.
-        directory: where to write `config.json`, `model.safetensors` and the tokenizer files.
-    Returns: `directory`.
-    """
-    import shutil
-
-    import torch
-    import transformers
-
-    torch.manual_seed(seed)
-    model = transformers.BertForQuestionAnswering.from_pretrained(checkpoint, attn_implementation="eager")
-    temporary = directory + ".tmp"
-    shutil.rmtree(temporary, ignore_errors=True)
-    model.save_pretrained(temporary)
-    for name in TOKENIZER_FILES:
-        if os.path.isfile(os.path.join(checkpoint, name)):
-            shutil.copy(os.path.join(checkpoint, name), temporary)
-    os.replace(temporary, directory)  # whole or absent, so a resumed run can trust it
-    return directory
 
 
 def check_same_run(work, args):
@@ -261,7 +230,8 @@ def main():
 
     if args.same_start:
         start = os.path.join(work, "start")
-        args.checkpoint = start if os.path.isdir(start) else write_start_checkpoint(args.checkpoint, args.seed, start)
+        args.checkpoint = start if os.path.isdir(start) else write_start_checkpoint(
+            args.checkpoint, args.seed, start, "BertForQuestionAnswering")
     ours, ours_rate, ours_seconds = run_ours(paths, args, model_dir)
     theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args, work)
 

@@ -1,0 +1,40 @@
+"""The weights both sides of a fine-tuning benchmark start from: the encoder checkpoint plus one task head drawn
+by transformers' own initialisation under a seed, saved as a Hugging Face directory that ours loads too.
+
+At the budgets these benchmarks run (a few hundred steps), the score depends strongly on the head's random draw:
+on 2,000 SQuAD training questions, one Keras-drawn span head gave ours F1 17.5 and the peer's head gave ours 35.2
+on the same batches (issue 4). Drawing the head once keeps that lottery out of the comparison.
+"""
+
+import os
+import shutil
+
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def write_start_checkpoint(checkpoint, seed, directory, model_class, **model_kwargs):
+    """Writes `model_class` loaded from `checkpoint` (a missing head drawn under `torch.manual_seed(seed)`).
+
+    Args:
+        checkpoint: a Hugging Face encoder directory (a head it already has is kept).
+        seed: the torch seed the head is drawn under.
+        directory: where `config.json`, `model.safetensors` and the tokenizer files go; written whole or not at
+            all (a temporary directory renamed when complete), so a resumed benchmark can trust it.
+        model_class: a transformers class name, e.g. "BertForQuestionAnswering".
+        **model_kwargs: passed to `from_pretrained` (e.g. `num_labels`).
+    Returns: `directory`.
+    """
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_class).from_pretrained(checkpoint, attn_implementation="eager",
+                                                               **model_kwargs)
+    temporary = directory + ".tmp"
+    shutil.rmtree(temporary, ignore_errors=True)
+    model.save_pretrained(temporary)
+    for name in TOKENIZER_FILES:
+        if os.path.isfile(os.path.join(checkpoint, name)):
+            shutil.copy(os.path.join(checkpoint, name), temporary)
+    os.replace(temporary, directory)
+    return directory
