@@ -76,8 +76,8 @@ def main():
     timed = [[c[i] for c in columns] for i in range(min(args.latency_texts, len(labels)))]
 
     work_dir = args.work_dir or tempfile.mkdtemp(prefix="export_quality_")
-    rows, reference = [], None
-    for precision in ("float32", "bfloat16"):
+    rows = []
+    for precision in ("float32", "bfloat16"):  # float32 first: the reference, and the one TFLite converts
         precision_dir = export(args.model_dir, os.path.join(work_dir, f"export_{precision}"), precision=precision)
         saved = tf.saved_model.load(precision_dir).signatures["serving_default"]
 
@@ -85,7 +85,7 @@ def main():
             return saved(**{n: tf.constant(c) for n, c in zip(names, batch)})["label_id"].numpy()
 
         predicted = _predict_in_batches(saved_labels, columns, args.batch_size)
-        if reference is None:
+        if precision == "float32":
             reference, version_dir = predicted, precision_dir
         rows.append((f"SavedModel {precision}", np.mean(predicted == labels), _size(precision_dir),
                      np.mean(predicted == reference),

@@ -21,7 +21,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.start_checkpoint import write_start_checkpoint
+from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -96,8 +96,7 @@ def main():
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,
-                        help="both sides start from one seeded classification head")
+    add_same_start_flag(parser, "classification head")
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
 
@@ -121,7 +120,7 @@ def main():
 
     print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
           f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}; "
-          f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}")
+          f"{describe_start(args)}")
     print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
     for key in sorted(k for k in theirs if not k.startswith("num_")):
         print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")

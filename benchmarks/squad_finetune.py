@@ -46,7 +46,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.start_checkpoint import write_start_checkpoint
+from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -213,8 +213,7 @@ def main():
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,
-                        help="both sides start from one seeded span head (see above)")
+    add_same_start_flag(parser, "span head")
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
 
@@ -241,7 +240,7 @@ def main():
           f"seq {args.max_seq_length}, {'bf16' if args.mixed_precision else 'fp32'}; "
           f"{num_articles - eval_articles} articles train, {eval_articles} evaluate ({theirs['total']} questions"
           f"{', train questions limited' if args.max_train_examples else ''}; "
-          f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed})")
+          f"{describe_start(args)})")
     print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
     for key in keys:
         if key in ours and key in theirs:

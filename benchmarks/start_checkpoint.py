@@ -6,6 +6,7 @@ on 2,000 SQuAD training questions, one Keras-drawn span head gave ours F1 17.5 a
 on the same batches (issue 4). Drawing the head once keeps that lottery out of the comparison.
 """
 
+import argparse
 import os
 import shutil
 
@@ -38,3 +39,14 @@ def write_start_checkpoint(checkpoint, seed, directory, model_class, **model_kwa
             shutil.copy(os.path.join(checkpoint, name), temporary)
     os.replace(temporary, directory)
     return directory
+
+
+def add_same_start_flag(parser, head):
+    """Adds `--same_start` (default on; `--no-same_start` lets each side draw its own `head`)."""
+    parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,
+                        help=f"both sides start from one seeded {head}")
+
+
+def describe_start(args):
+    """The results header's words for `--same_start` and `--seed`."""
+    return f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}"
