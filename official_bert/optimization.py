@@ -48,7 +48,8 @@ class _DenseClippedGradients:
     Clipped: Keras' `global_clipnorm` clips each replica's share of the gradient before the shares are summed,
     so under a `tf.distribute` strategy with several replicas the update differs from one device's for the
     same batch. BERT's recipe, like the Model Garden's explicit all-reduce, clips the summed gradient; this
-    does that (on one device the two are the same).
+    does that (on one device the two are the same). On the JAX and torch backends (one replica; their gradients
+    are dense) the clipping happens in `_clip_gradients`, at the same point of the update.
 
     Args:
         clip_norm: the global norm (None: no clipping).
@@ -70,6 +71,18 @@ class _DenseClippedGradients:
         for i, grad in zip(present, clipped):
             grads_and_vars[i] = (grad, grads_and_vars[i][1])
         return grads_and_vars
+
+    def _clip_gradients(self, grads):
+        grads = super()._clip_gradients(grads)
+        if self.clip_norm is None or keras.backend.backend() == "tensorflow":
+            return grads  # TensorFlow clips the replicas' sum in `_all_reduce_sum_gradients`
+        ops = keras.ops
+        present = [g for g in grads if g is not None]
+        if not present:
+            return grads
+        global_norm = ops.sqrt(sum(ops.sum(ops.square(ops.cast(g, "float32"))) for g in present))
+        scale = self.clip_norm / ops.maximum(global_norm, self.clip_norm)  # as tf.clip_by_global_norm
+        return [None if g is None else g * ops.cast(scale, g.dtype) for g in grads]
 
     def get_config(self):
         return {**super().get_config(), "clip_norm": self.clip_norm}

@@ -11,6 +11,7 @@ SHAPES = {
     # name: (layers, hidden, heads, intermediate)
     "minilm": (6, 384, 12, 1536),       # all-MiniLM-L6-v2
     "base": (12, 768, 12, 3072),        # BERT-Base
+    "large": (24, 1024, 16, 4096),      # BERT-Large
 }
 VOCAB_SIZE = 30522
 

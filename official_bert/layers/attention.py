@@ -3,7 +3,6 @@
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 
@@ -57,7 +56,7 @@ class BertSelfAttention(keras.layers.Layer):
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, seq, seq)
         scores = ops.cast(scores, "float32") + attention_bias
-        probs = tf.nn.softmax(scores, axis=-1)  # float32
+        probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, heads, head_size)
         return self.output_dense(context)  # (batch, seq, hidden)

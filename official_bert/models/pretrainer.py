@@ -3,7 +3,6 @@
 import logging
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, encoder_specs, layer_norm_specs
@@ -144,7 +143,7 @@ class BertPretrainer(keras.Model):
         self.next_sentence_loss_tracker.update_state(ops.divide_no_nan(sums[3], sums[5]), sample_weight=sums[5])
         self.next_sentence_accuracy_tracker.update_state(ops.divide_no_nan(sums[4], sums[5]), sample_weight=sums[5])
         results = self.get_metrics_result()
-        if _multi_worker(tf.distribute.get_strategy()):
+        if _multi_worker():
             # Keras (3.15) reduces step outputs across workers with `strategy.reduce("MEAN", v, axis=0)`, which
             # fails on scalars (tensorflow/tensorflow#72388): give them the axis it reduces.
             results = {name: ops.reshape(value, (1,)) for name, value in results.items()}
@@ -196,24 +195,39 @@ def pretraining_terms(labels, outputs):
     }
 
 
-def _multi_worker(strategy):
-    """Whether `strategy` is a MultiWorkerMirroredStrategy over more than one worker."""
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+def _tf_distribute():
+    """`tf.distribute` when Keras runs on TensorFlow, else None: on the JAX and torch backends a model has one
+    replica here (their data parallelism shards the batch outside the loss)."""
+    if keras.backend.backend() != "tensorflow":
+        return None
+    import tensorflow as tf
+    return tf.distribute
+
+
+def _multi_worker():
+    """Whether the current strategy is a MultiWorkerMirroredStrategy over more than one worker."""
+    distribute = _tf_distribute()
+    if distribute is None:
+        return False
+    strategy = distribute.get_strategy()
+    if not isinstance(strategy, distribute.MultiWorkerMirroredStrategy):
         return False
     spec = strategy.cluster_resolver.cluster_spec().as_dict()
     return sum(len(spec.get(job, ())) for job in ("chief", "worker")) > 1
 
 
 def _num_replicas():
-    return tf.distribute.get_strategy().num_replicas_in_sync
+    distribute = _tf_distribute()
+    return 1 if distribute is None else distribute.get_strategy().num_replicas_in_sync
 
 
 def _global_sum(value):
     """`value` summed over the replicas of the current strategy (itself outside one)."""
-    context = tf.distribute.get_replica_context()
+    distribute = _tf_distribute()
+    context = None if distribute is None else distribute.get_replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return value
-    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+    return context.all_reduce(distribute.ReduceOp.SUM, value)
 
 
 def load_pretrainer_weights(pretrainer, path):
