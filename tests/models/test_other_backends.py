@@ -1,0 +1,79 @@
+"""The models on Keras backends other than TensorFlow (here torch, the one the test install has), with
+TensorFlow blocked from import: the layers, the pre-training loss and our AdamW must not need it."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+_BLOCK_TENSORFLOW = "import sys\nsys.modules['tensorflow'] = None  # any `import tensorflow` now fails\n"
+
+
+def _run_on_torch_backend(script):
+    """Runs `script` in a fresh process on Keras' torch backend; returns the JSON it prints last."""
+    pytest.importorskip("torch")
+    env = dict(os.environ, KERAS_BACKEND="torch", PYTHONPATH=str(REPO_ROOT))
+    process = subprocess.run([sys.executable, "-c", _BLOCK_TENSORFLOW + textwrap.dedent(script)], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert process.returncode == 0, process.stderr[-3000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+def test_minilm_matches_transformers_on_the_torch_backend(minilm_dir, shared_data):
+    result = _run_on_torch_backend(f"""
+        import json
+        import keras
+        import numpy as np
+        from official_bert.checkpoints import load_encoder
+
+        encoder, _ = load_encoder({str(minilm_dir)!r})
+        ref = np.load({str(shared_data / "reference" / "minilm_reference.npz")!r})
+        out = encoder({{"input_word_ids": ref["mrpc_input_ids"], "input_mask": ref["mrpc_padding_mask"],
+                        "input_type_ids": ref["mrpc_segment_ids"]}})
+        real = ref["mrpc_padding_mask"].astype(bool)
+        diff = np.abs(keras.ops.convert_to_numpy(out["sequence_output"]) - ref["mrpc_sequence_output"])[real].max()
+        print(json.dumps({{"backend": keras.backend.backend(), "max_diff": float(diff)}}))
+    """)
+    assert result["backend"] == "torch"
+    assert result["max_diff"] <= 1e-5, result
+
+
+def test_pretrainer_trains_with_clipped_adamw_on_the_torch_backend():
+    result = _run_on_torch_backend("""
+        import json
+        import keras
+        import numpy as np
+        from official_bert import BertConfig, BertEncoder, BertPretrainer
+        from official_bert.optimization import create_optimizer
+
+        keras.utils.set_random_seed(0)
+        config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                            intermediate_size=64, max_position_embeddings=40)
+        model = BertPretrainer(BertEncoder(config))
+        optimizer = create_optimizer(1e-2, total_steps=20, warmup_steps=0, clip_norm=1e-3)
+        model.compile(optimizer=optimizer, jit_compile=False)
+        rng = np.random.default_rng(0)
+        x = {"input_word_ids": rng.integers(5, 100, (8, 16)).astype("int32"),
+             "input_mask": np.ones((8, 16), "int32"), "input_type_ids": np.zeros((8, 16), "int32"),
+             "masked_lm_positions": np.tile(np.arange(1, 4, dtype="int32"), (8, 1))}
+        y = {"masked_lm_ids": rng.integers(5, 100, (8, 3)).astype("int32"),
+             "masked_lm_weights": np.ones((8, 3), "float32"), "next_sentence_labels": np.zeros((8,), "int32")}
+        before = [keras.ops.convert_to_numpy(v).copy() for v in model.trainable_variables]
+        # One step at a tiny clip norm: the update is the clipped one (checked against numpy below).
+        grads = [keras.ops.convert_to_numpy(g) for g in
+                 optimizer._clip_gradients([keras.ops.ones(v.shape) for v in model.trainable_variables])]
+        norm = float(np.sqrt(sum((g.astype("float64") ** 2).sum() for g in grads)))
+        history = model.fit(x, y, batch_size=8, epochs=15, verbose=0)
+        moved = sum(float(np.abs(keras.ops.convert_to_numpy(v) - b).max() > 0)
+                    for v, b in zip(model.trainable_variables, before))
+        print(json.dumps({"clipped_norm": norm, "losses": history.history["loss"], "moved": moved,
+                          "variables": len(before)}))
+    """)
+    assert result["clipped_norm"] == pytest.approx(1e-3, rel=1e-4)
+    assert result["moved"] == result["variables"]
+    assert result["losses"][-1] < result["losses"][0] - 0.5, result["losses"]
