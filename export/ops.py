@@ -35,8 +35,8 @@ CORE_OPS = frozenset({
     "SelectV2", "Square", "SquaredDifference", "Sub",
     # reductions, gathers and scatters
     "ArgMax", "GatherNd", "GatherV2", "Max", "Mean", "Prod", "ScatterNd", "Sum", "UnsortedSegmentSum", "Where",
-    # the model
-    "BatchMatMulV2", "BiasAdd", "Einsum", "Erfc", "MatMul", "Softmax", "Tanh",
+    # the model (OneHot: the token-type embedding is a one-hot product, as Google's BERT; TFLite has it built in)
+    "BatchMatMulV2", "BiasAdd", "Einsum", "Erfc", "MatMul", "OneHot", "Softmax", "Tanh",
     # strings and tf.Example
     "ParseExampleV2", "StringLength", "Substr",
 })
