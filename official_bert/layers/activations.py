@@ -1,34 +1,59 @@
 """Maps a config's `hidden_act` name to a Keras-compatible function."""
 
-import functools
+import math
 
 import keras
 
 
-def _in_float32(activation):
-    """`activation` computed in float32 and rounded once to the input's dtype.
+_SQRT_2 = math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_TANH_CUBIC = 0.044715
+
+
+def _exact_gelu_and_slope(x):
+    """GELU x * Phi(x) and its derivative Phi(x) + x * phi(x), for float32 `x`."""
+    ops = keras.ops
+    cdf = 0.5 * (1.0 + ops.erf(x / _SQRT_2))  # Phi(x)
+    pdf = ops.exp(-0.5 * ops.square(x)) / math.sqrt(2.0 * math.pi)  # phi(x)
+    return x * cdf, cdf + x * pdf
+
+
+def _tanh_gelu_and_slope(x):
+    """The tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), and its derivative."""
+    ops = keras.ops
+    t = ops.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * ops.square(x)))
+    du_dx = _SQRT_2_OVER_PI * (1.0 + 3 * _TANH_CUBIC * ops.square(x))
+    slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - ops.square(t)) * du_dx
+    return 0.5 * x * (1.0 + t), slope
+
+
+def _float32_gelu(gelu_and_slope):
+    """A GELU computed in float32, rounded once to the input's dtype, whose gradient keeps only the input.
 
     Under mixed precision the feed-forward activation arrives in bfloat16 / float16. TensorFlow's CPU kernels
     for erf/tanh in those types are several times slower than in float32 (exact GELU on a (128, 1536) bfloat16
-    tensor: ~2.5x), and rounding once at the end is what PyTorch's half-precision GELU does too.
+    tensor: ~2.5x), and rounding once at the end is what PyTorch's half-precision GELU does too. The gradient
+    recomputes the slope from the saved input: autodiff through the float32 formula kept float32 copies of the
+    (batch, seq, intermediate) activations for the backward pass (XLA on an H100 wrote and read one per layer).
     """
-    @functools.wraps(activation)
-    def wrapped(x):
-        if x.dtype in ("bfloat16", "float16"):
-            return keras.ops.cast(activation(keras.ops.cast(x, "float32")), x.dtype)
-        return activation(x)
+    @keras.ops.custom_gradient
+    def gelu(x):
+        x32 = keras.ops.cast(x, "float32")
+        value, _ = gelu_and_slope(x32)
 
-    return wrapped
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            _, slope = gelu_and_slope(keras.ops.cast(x, "float32"))
+            return keras.ops.cast(keras.ops.cast(upstream, "float32") * slope, x.dtype)
+
+        return keras.ops.cast(value, x.dtype), grad
+
+    return gelu
 
 
-@_in_float32
-def _exact_gelu(x):
-    return keras.activations.gelu(x, approximate=False)
-
-
-@_in_float32
-def _tanh_gelu(x):
-    return keras.activations.gelu(x, approximate=True)
+_exact_gelu = _float32_gelu(_exact_gelu_and_slope)
+_tanh_gelu = _float32_gelu(_tanh_gelu_and_slope)
 
 
 def get_activation(name: str):
@@ -37,7 +62,7 @@ def get_activation(name: str):
     Args:
         name: "gelu" (exact erf form, as Google BERT, HF and PyTorch), "gelu_new" / "gelu_pytorch_tanh" /
             "gelu_fast" (tanh approximation), "relu", "silu" / "swish" or "tanh". The GELUs compute in float32
-            under mixed precision (see `_in_float32`).
+            under mixed precision (see `_float32_gelu`).
     """
     if name == "gelu":
         return _exact_gelu
