@@ -10,26 +10,25 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_CUBIC = 0.044715
 
 
-def _exact_gelu_and_slope(x):
-    """GELU x * Phi(x) and its derivative Phi(x) + x * phi(x), for float32 `x`."""
+def _exact_gelu_slope(x):
+    """The derivative of GELU x * Phi(x): Phi(x) + x * phi(x), for float32 `x`."""
     ops = keras.ops
     cdf = 0.5 * (1.0 + ops.erf(x / _SQRT_2))  # Phi(x)
     pdf = ops.exp(-0.5 * ops.square(x)) / math.sqrt(2.0 * math.pi)  # phi(x)
-    return x * cdf, cdf + x * pdf
+    return cdf + x * pdf
 
 
-def _tanh_gelu_and_slope(x):
-    """The tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), and its derivative."""
+def _tanh_gelu_slope(x):
+    """The derivative of the tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)."""
     ops = keras.ops
     t = ops.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * ops.square(x)))
     du_dx = _SQRT_2_OVER_PI * (1.0 + 3 * _TANH_CUBIC * ops.square(x))
-    slope = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - ops.square(t)) * du_dx
-    return 0.5 * x * (1.0 + t), slope
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - ops.square(t)) * du_dx
 
 
-def _float32_gelu(forward, gelu_and_slope):
+def _float32_gelu(forward, slope_of):
     """A GELU (`forward`) computed in float32, rounded once to the input's dtype, whose gradient keeps only the
-    input and takes the slope from `gelu_and_slope`.
+    input and takes the slope from `slope_of`.
 
     Under mixed precision the feed-forward activation arrives in bfloat16 / float16. TensorFlow's CPU kernels
     for erf/tanh in those types are several times slower than in float32 (exact GELU on a (128, 1536) bfloat16
@@ -44,7 +43,7 @@ def _float32_gelu(forward, gelu_and_slope):
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            _, slope = gelu_and_slope(keras.ops.cast(x, "float32"))
+            slope = slope_of(keras.ops.cast(x, "float32"))
             return keras.ops.cast(keras.ops.cast(upstream, "float32") * slope, x.dtype)
 
         return keras.ops.cast(value, x.dtype), grad
@@ -52,8 +51,8 @@ def _float32_gelu(forward, gelu_and_slope):
     return gelu
 
 
-_exact_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=False), _exact_gelu_and_slope)
-_tanh_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=True), _tanh_gelu_and_slope)
+_exact_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=False), _exact_gelu_slope)
+_tanh_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=True), _tanh_gelu_slope)
 
 
 def get_activation(name: str):
