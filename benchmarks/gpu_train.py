@@ -23,6 +23,7 @@ MFU divides the achieved model FLOP/s by the GPU's nominal dense bf16 peak (NOMI
 """
 
 import argparse
+import importlib.metadata
 import json
 import os
 import statistics
@@ -132,7 +133,9 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
         loss = fit()
         seconds.append((time.perf_counter() - start) / steps)
     return {"compile_and_first_call_s": compile_seconds, "final_loss": float(loss),
-            "keras_backend": keras.backend.backend(), "steps_per_loop": steps_per_loop, **_summary(seconds, batch_size, workload)}
+            "keras": keras.__version__, "keras_backend": keras.backend.backend(),
+            "backend_version": importlib.metadata.version(keras.backend.backend()),
+            "steps_per_loop": steps_per_loop, **_summary(seconds, batch_size, workload)}
 
 
 # ---- Hugging Face transformers (PyTorch) ---------------------------------------------------------------------
