@@ -13,7 +13,8 @@ Workloads (random weights and synthetic full-length inputs: the speed does not d
 Both peers: bf16 mixed precision (ours mixed_bfloat16 under XLA via `jit_compile=True`; HF `torch.autocast`
 bf16, eager with SDPA attention, and again under `torch.compile`), AdamW with global-norm clipping at 1.0 and
 dropout 0.1, one optimizer step per batch. Ours runs on the Keras backend given by --backend: TensorFlow is
-the library's own; JAX runs the same Keras layers where no TensorFlow GPU build is installed.
+the library's own; JAX runs the same Keras layers where no TensorFlow GPU build is installed (a machine with
+JAX, torch and transformers needs only `keras`, `namex` and `optree` added for that).
 
 Each peer runs in its own process. A figure is the median over --repeats timed `fit` calls (ours) or step
 loops (HF) of --steps steps each, after a warm-up that compiles; the spread is (max - min) / median.
