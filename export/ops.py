@@ -49,6 +49,15 @@ SAVER_OPS = frozenset({
 })
 
 
+def serving_save_options():
+    """`tf.saved_model.SaveOptions` for a served SavedModel. Served graphs are never differentiated, so custom
+    gradients (the GELU's) are not saved: their functions would add ops outside the allow-list, and saving one
+    fails on the tensors its gradient captures."""
+    import tensorflow as tf
+
+    return tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+
+
 def _load_meta_graph(export_dir):
     from tensorflow.core.protobuf import saved_model_pb2
 

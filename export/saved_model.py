@@ -20,6 +20,8 @@ import tempfile
 
 from absl import app, flags
 
+from export.ops import serving_save_options
+
 FLAGS = flags.FLAGS
 
 # task.json "task" -> module kind; every other task name is a GLUE classification task.
@@ -222,9 +224,7 @@ def save(module, export_dir, version=None):
         raise FileExistsError(f"{target} exists: versions are never overwritten; pass another --version")
     os.makedirs(export_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)  # not numeric: servers ignore it
-    # Served graphs are never differentiated: the GELU's custom gradient stays out of the SavedModel.
-    tf.saved_model.save(module, staging, signatures=module.signatures(),
-                        options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
+    tf.saved_model.save(module, staging, signatures=module.signatures(), options=serving_save_options())
     os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
     write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
     umask = os.umask(0)

@@ -21,7 +21,7 @@ import tempfile
 
 from absl import app, flags
 
-from export.ops import TF_TEXT_OPS
+from export.ops import TF_TEXT_OPS, serving_save_options
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8")
 
@@ -81,8 +81,7 @@ def convert(saved_model_dir, signature="serving_default", quantize="none"):
         raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
     module = _frozen_module(saved_model_dir, signature)
     with tempfile.TemporaryDirectory() as frozen_dir:
-        tf.saved_model.save(module, frozen_dir, signatures={signature: module.serve},
-                            options=tf.saved_model.SaveOptions(experimental_custom_gradients=False))
+        tf.saved_model.save(module, frozen_dir, signatures={signature: module.serve}, options=serving_save_options())
         converter = tf.lite.TFLiteConverter.from_saved_model(frozen_dir, signature_keys=[signature])
         converter.allow_custom_ops = True  # the tf-text kernels; anything else is rejected below
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]  # no Flex
