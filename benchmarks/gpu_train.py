@@ -32,7 +32,9 @@ import subprocess
 import sys
 import time
 
+from benchmarks.perf.inputs import packed_inputs
 from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE, encoder_forward_flops
+from benchmarks.perf.timing import measure
 
 WORKLOADS = {
     # name: (shape, seq_length)
@@ -58,34 +60,39 @@ def training_flops_per_sequence(workload):
 
 
 def synthetic_batch(workload, batch_size, seed=0):
-    """NumPy inputs and labels of one batch: a dict of int32 (batch, seq) encoder inputs plus the labels."""
+    """NumPy inputs and labels of one batch: the perf suite's packed (batch, seq) encoder inputs plus the labels."""
     import numpy as np
 
     _, seq_length = WORKLOADS[workload]
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(1000, VOCAB_SIZE, size=(batch_size, seq_length), dtype=np.int32)  # (batch, seq)
+    ids, mask, types, binary_labels = packed_inputs(batch_size, seq_length, seed)  # (batch, seq) x3, (batch,)
+    batch = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+    rng = np.random.default_rng(seed + 1)
     half = seq_length // 2
-    ids[:, 0], ids[:, half - 1], ids[:, -1] = 101, 102, 102
-    types = np.zeros_like(ids)
-    types[:, half:] = 1
-    batch = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": types}
     if workload == "pretrain":
         positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length - 1), MAX_PREDICTIONS, replace=False)
                                       for _ in range(batch_size)]), axis=1).astype(np.int32)  # (batch, preds)
         batch["masked_lm_positions"] = positions
         batch["masked_lm_ids"] = np.take_along_axis(ids, positions, axis=1)
         batch["masked_lm_weights"] = np.ones(positions.shape, np.float32)
-        batch["next_sentence_labels"] = rng.integers(0, 2, size=(batch_size,), dtype=np.int32)
+        batch["next_sentence_labels"] = binary_labels
     else:
         batch["start_positions"] = rng.integers(half, seq_length - 1, size=(batch_size,), dtype=np.int32)
         batch["end_positions"] = np.minimum(batch["start_positions"] + 5, seq_length - 2).astype(np.int32)
     return batch
 
 
-def _summary(seconds_per_step, batch_size, workload):
+def _time_training(run, steps, repeats, batch_size, workload):
+    """Times `run()`, which trains `steps` steps and returns the last loss: its first call (which compiles) alone,
+    then `repeats` calls. Returns the compile time, the rate from the median call, the spread and model TFLOP/s."""
+    losses = []
+    start = time.perf_counter()
+    losses.append(run())
+    compile_seconds = time.perf_counter() - start
+    seconds_per_step = [t / steps for t in measure(lambda: losses.append(run()), repeats, warmup=0)["times_s"]]
     median = statistics.median(seconds_per_step)
     rate = batch_size / median
-    return {"sequences_per_s": rate, "spread": (max(seconds_per_step) - min(seconds_per_step)) / median,
+    return {"compile_and_first_call_s": compile_seconds, "final_loss": float(losses[-1]), "sequences_per_s": rate,
+            "spread": (max(seconds_per_step) - min(seconds_per_step)) / median,
             "tflops": rate * training_flops_per_sequence(workload) / 1e12, "seconds_per_step": seconds_per_step}
 
 
@@ -96,6 +103,7 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
     import numpy as np
 
     from official_bert import BertConfig, BertEncoder, BertPretrainer
+    from official_bert.models.pretrainer import split_features
     from official_bert.models import BertSpanLabeler, span_labeling_loss
     from official_bert.optimization import create_optimizer
 
@@ -110,8 +118,7 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
     if workload == "pretrain":
         model = BertPretrainer(encoder)
         model.compile(optimizer=optimizer, jit_compile=True, steps_per_execution=steps_per_loop)
-        x = {name: batch[name] for name in model.input}
-        y = {name: batch[name] for name in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
+        x, y = split_features(batch)
     else:
         model = BertSpanLabeler(encoder)
         model.compile(optimizer=optimizer, jit_compile=True, steps_per_execution=steps_per_loop,
@@ -125,18 +132,9 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
         history = model.fit(x, y, batch_size=batch_size, epochs=1, shuffle=False, verbose=0)
         return history.history["loss"][-1]
 
-    start = time.perf_counter()
-    fit()  # compiles
-    compile_seconds = time.perf_counter() - start
-    seconds, loss = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        loss = fit()
-        seconds.append((time.perf_counter() - start) / steps)
-    return {"compile_and_first_call_s": compile_seconds, "final_loss": float(loss),
-            "keras": keras.__version__, "keras_backend": keras.backend.backend(),
-            "backend_version": importlib.metadata.version(keras.backend.backend()),
-            "steps_per_loop": steps_per_loop, **_summary(seconds, batch_size, workload)}
+    return {"keras": keras.__version__, "keras_backend": keras.backend.backend(),
+            "backend_version": importlib.metadata.version(keras.backend.backend()), "steps_per_loop": steps_per_loop,
+            **_time_training(fit, steps, repeats, batch_size, workload)}
 
 
 # ---- Hugging Face transformers (PyTorch) ---------------------------------------------------------------------
@@ -170,9 +168,8 @@ def _hf_torch(workload, batch_size, steps, repeats, compiled, dropout=0.1):
 
     forward = torch.compile(loss_fn) if compiled else loss_fn
 
-    def run(n):
-        loss = None
-        for _ in range(n):
+    def run():
+        for _ in range(steps):
             loss = forward()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -182,16 +179,8 @@ def _hf_torch(workload, batch_size, steps, repeats, compiled, dropout=0.1):
         torch.cuda.synchronize()
         return loss.item()
 
-    start = time.perf_counter()
-    run(3)  # warm-up (compiles under torch.compile)
-    compile_seconds = time.perf_counter() - start
-    seconds, loss = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        loss = run(steps)
-        seconds.append((time.perf_counter() - start) / steps)
-    return {"compile_and_first_call_s": compile_seconds, "final_loss": loss, "torch": torch.__version__,
-            "transformers": transformers.__version__, **_summary(seconds, batch_size, workload)}
+    return {"torch": torch.__version__, "transformers": transformers.__version__,
+            **_time_training(run, steps, repeats, batch_size, workload)}
 
 
 def gemm_ceiling_tflops(size=8192, repeats=10):
