@@ -172,7 +172,8 @@ def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path)
     killed = tmp_path / "one_device"
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while not (killed / "checkpoints" / "ckpt-3.index").exists() and process.poll() is None:
+    state = killed / "checkpoints" / "checkpoint"  # a resume reads this; ckpt-3's files land before it names them
+    while not (state.exists() and '"ckpt-3"' in state.read_text()) and process.poll() is None:
         assert time.time() < deadline, "no checkpoint written"
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
