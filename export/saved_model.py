@@ -224,7 +224,7 @@ def save(module, export_dir, version=None):
         raise FileExistsError(f"{target} exists: versions are never overwritten; pass another --version")
     os.makedirs(export_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)  # not numeric: servers ignore it
-    tf.saved_model.save(module, staging, signatures=module.signatures(), options=serving_save_options())
+    tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(), options=serving_save_options())
     os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
     write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
     umask = os.umask(0)

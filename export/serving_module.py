@@ -7,7 +7,7 @@
 - `serve_tokens`: int32 `input_word_ids` / `input_mask` / `input_type_ids` [batch, seq_length] -> the answer
   computed from the encoder inputs (no `truncated`: nothing is tokenized).
 
-A task module (classifier, tagger, encoder, and later SQuAD) subclasses it and implements
+A task module (classifier, tagger, SQuAD, masked LM, encoder) subclasses it and implements
 `answer_tokens(inputs)`; it overrides `answer_text(texts)` when the answer needs the tokens' offsets, and
 `tflite_answer_text(texts)` when its answer uses string ops TFLite lacks (saved as the
 `tflite_serving_default` function, which `export.tflite` converts; it is not a serving signature).
@@ -77,6 +77,26 @@ class ServingModule(tf.Module):
     def signatures(self):
         """The serving signatures, name -> tf.function, for `tf.saved_model.save`."""
         return {name: getattr(self, name) for name in SIGNATURES}
+
+    def saved_object(self):
+        """The object to write with `tf.saved_model.save`: the functions, the assets and the plain `tf.Variable`s.
+
+        Saving the module itself would also save its Keras layers, whose Keras 3 variables each export a second
+        variable handle: the signatures read one and TF Serving's session-based loader (and `saved_model_cli
+        run`) restores the other, so every request fails with "Could not find variable". Keras' own
+        `ExportArchive` avoids this the same way: the saved object holds only the `tf.Variable`s the functions
+        read, one handle each, restored by the saver.
+        """
+        functions = {**self.signatures(), "tflite_serving_default": self.tflite_serving_default}
+        root = tf.Module(name=self.name)
+        variables = {}
+        for name, function in functions.items():
+            setattr(root, name, function)
+            for variable in function.get_concrete_function().variables:  # what the traced graph captures
+                variables[id(variable)] = variable
+        root.weights = list(variables.values())
+        root.assets = dict(self.assets)
+        return root
 
     def warmup_texts(self):
         """Real example texts for the warm-up requests: input name -> list of str (see `export.warmup`)."""
