@@ -8,6 +8,7 @@ INSTALL_REQUIRES = [
     "keras==3.15.1",
     "keras-hub==0.32.0",
     "tensorflow-datasets==4.9.10",
+    "importlib_resources>=6",  # tensorflow-datasets needs it to download (GLUE from TFDS with no --data_dir)
     "absl-py>=2.1",
     "safetensors>=0.4",
     "tensorboard==2.21.0",  # tf.summary for training logs; not a TensorFlow dependency since 2.21

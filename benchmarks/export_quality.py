@@ -56,8 +56,6 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32, help="Batch size of the accuracy runs.")
     args = parser.parse_args()
 
-    import json
-
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
@@ -65,8 +63,9 @@ def main():
     from export.saved_model import export
     from official_bert.data.glue import read_glue_tsv
 
-    with open(os.path.join(args.model_dir, "task.json"), encoding="utf-8") as f:
-        task = json.load(f)
+    from official_bert.model_dir import read_task_info
+
+    task = read_task_info(args.model_dir)
     examples = read_glue_tsv(task["task"], args.dev_tsv, "dev")
     columns = [list(examples.text_a)] + ([list(examples.text_b)] if examples.text_b is not None else [])
     labels = np.asarray(examples.labels)

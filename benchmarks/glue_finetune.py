@@ -80,7 +80,8 @@ def run_pytorch(task, data_dir, checkpoint, args):
             predictions.append(logits.float().numpy())
     predictions = np.concatenate(predictions)
     predictions = predictions[:, 0] if glue_task.is_regression else predictions.argmax(-1)
-    metrics = {k: float(v) for k, v in glue_metrics(glue_task.name, np.asarray(dev.labels), predictions).items()}
+    scores = glue_metrics(glue_task.metric_names, np.asarray(dev.labels), predictions)
+    metrics = {k: float(v) for k, v in scores.items()}
     return metrics, rate, seconds
 
 

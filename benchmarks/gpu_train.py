@@ -104,7 +104,7 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
 
     from official_bert import BertConfig, BertEncoder, BertPretrainer
     from official_bert.models.pretrainer import split_features
-    from official_bert.models import BertSpanLabeler, span_labeling_loss
+    from official_bert.models import BertSpanLabeler
     from official_bert.optimization import create_optimizer
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -121,8 +121,7 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
         x, y = split_features(batch)
     else:
         model = BertSpanLabeler(encoder)
-        model.compile(optimizer=optimizer, jit_compile=True, steps_per_execution=steps_per_loop,
-                      **span_labeling_loss())
+        model.compile(optimizer=optimizer, jit_compile=True, steps_per_execution=steps_per_loop)
         x = {name: batch[name] for name in model.input}
         y = {"start_logits": batch["start_positions"], "end_logits": batch["end_positions"]}
     tile = lambda tree: {k: np.concatenate([v] * steps) for k, v in tree.items()}  # noqa: E731

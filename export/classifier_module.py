@@ -20,7 +20,7 @@ class ClassifierModule(ServingModule):
 
     Args:
         model: a `BertClassifier` with its trained weights.
-        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`.
         label_names: the class names, in class-index order (ignored for regression).
         is_regression: True for a one-output regression model.
         text_features: ("text",) or ("text", "text_b") for pair tasks.

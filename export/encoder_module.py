@@ -32,7 +32,7 @@ class EncoderModule(ServingModule):
 
     Args:
         encoder: a `BertEncoder` with its weights.
-        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`.
         assets: file name -> path of files to ship in `assets/`.
     """
 

@@ -15,9 +15,9 @@ lower id, as a stable sort). Every signature, `serve_tokens` included, converts 
 
 import tensorflow as tf
 
-from export.preprocessing import TextPreprocessor
 from export.serving_module import ServingModule
-from export.tagger_module import row_ids
+from official_bert.text import TextPreprocessor
+from official_bert.text.ragged_ops import row_ids
 
 MASK_MARKER = "[MASK]"
 DEFAULT_TOP_K = 5

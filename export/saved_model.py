@@ -24,13 +24,9 @@ from export.ops import serving_save_options
 
 FLAGS = flags.FLAGS
 
-# task.json "task" -> module kind; every other task name is a GLUE classification task.
-_TAGGING_TASKS = ("ner",)
-_SQUAD_TASK = "squad"
-_PRETRAINING_TASK = "pretraining"
-# tasks.run_squad's defaults, for model_dirs written before it saved its answer settings in task.json.
-_SQUAD_DEFAULTS = {"max_query_length": 64, "max_answer_length": 30, "null_score_diff_threshold": 0.0}
 DEFAULT_ENCODER_SEQ_LENGTH = 128
+# What `python -m export.saved_model` with no flags exports: the model_dir of the README's first command (the demo).
+DEMO_MODEL_DIR = os.path.join("out", "demo")
 
 
 def _read_json(path):
@@ -50,87 +46,57 @@ def _write_lines(path, lines):
     return path
 
 
-def _task_module(model_dir, task, max_seq_length, staging_dir, top_k=None):
-    """The module of a `tasks.run_*` model_dir."""
+def _task_module(model_dir, max_seq_length, staging_dir, top_k=None):
+    """The serving module of a model_dir written by the tasks (`official_bert.model_dir`)."""
     from export.classifier_module import ClassifierModule
-    from export.preprocessing import TextPreprocessor
+    from official_bert.text import TextPreprocessor
     from export.tagger_module import TaggerModule
-    from official_bert import BertConfig, BertEncoder
+    from official_bert import model_dir as model_dirs
 
-    for name in ("bert_config.json", "vocab.txt", "model.weights.h5"):
-        if not os.path.isfile(os.path.join(model_dir, name)):
-            raise FileNotFoundError(f"{model_dir}: no {name}; export a model_dir whose training finished")
-    has_labels = task.get("task") not in (_SQUAD_TASK, _PRETRAINING_TASK)
-    for field in ("task", "label_names", "max_seq_length", "do_lower_case"):
-        if field not in task and (has_labels or field != "label_names"):
-            raise ValueError(f"{os.path.join(model_dir, 'task.json')}: field '{field}' missing")
-    config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
-    seq_length = max_seq_length or task["max_seq_length"]
-    _check_seq_length(seq_length, config, model_dir)
-    vocab_file = os.path.join(model_dir, "vocab.txt")
-    if task["task"] == _PRETRAINING_TASK:
-        return _masked_lm_module(model_dir, task, config, seq_length, top_k, {"vocab.txt": vocab_file})
-    preprocessor = TextPreprocessor(vocab_file, task["do_lower_case"], seq_length)
-    if task["task"] == _SQUAD_TASK:
-        return _squad_module(model_dir, task, config, preprocessor, {"vocab.txt": vocab_file})
-    labels = list(task["label_names"])
-    assets = {"vocab.txt": vocab_file}
+    loaded = model_dirs.load_model_dir(model_dir)
+    info = loaded.info
+    seq_length = max_seq_length or loaded.max_seq_length
+    _check_seq_length(seq_length, loaded.config, model_dir)
+    assets = {"vocab.txt": loaded.vocab_file}
+    if loaded.kind == model_dirs.PRETRAINING:
+        from export.mlm_module import DEFAULT_TOP_K, MaskedLMModule, MaskedTextPreprocessor
+
+        preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
+        return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
+    preprocessor = TextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
+    if loaded.kind == model_dirs.SQUAD:
+        return _squad_module(model_dir, info, loaded.model, preprocessor, assets)
+    labels = list(info["label_names"])
     if labels:
         assets["labels.txt"] = _write_lines(os.path.join(staging_dir, "labels.txt"), labels)
-    weights = os.path.join(model_dir, "model.weights.h5")
-    if task["task"] in _TAGGING_TASKS:
-        from official_bert.models.token_classifier import BertTokenClassifier
-
-        model = BertTokenClassifier(BertEncoder(config), len(labels))
-        model.load_weights(weights)
-        return TaggerModule(model, preprocessor, labels, assets)
+    if loaded.kind == model_dirs.TAGGING:
+        return TaggerModule(loaded.model, preprocessor, labels, assets)
 
     from official_bert.data.glue_tasks import get_glue_task
-    from official_bert.models.classifier import BertClassifier
 
-    glue_task = get_glue_task(task["task"])
-    is_regression = bool(task.get("is_regression", glue_task.is_regression))
-    model = BertClassifier(BertEncoder(config), 1 if is_regression else len(labels))
-    model.load_weights(weights)
+    glue_task = get_glue_task(info["task"])
+    is_regression = bool(info.get("is_regression", glue_task.is_regression))
     features = ("text", "text_b") if glue_task.is_pair else ("text",)
-    return ClassifierModule(model, preprocessor, labels, is_regression, features, assets)
+    return ClassifierModule(loaded.model, preprocessor, labels, is_regression, features, assets)
 
 
-def _squad_module(model_dir, task, config, preprocessor, assets):
-    """The module of a `tasks.run_squad` model_dir: its answer settings come from task.json."""
+def _squad_module(model_dir, info, model, preprocessor, assets):
+    """The module of a SQuAD model_dir: its answer settings come from task.json (the latest run's)."""
     from export.squad_module import SquadModule
-    from official_bert import BertEncoder
-    from official_bert.models.span_labeler import BertSpanLabeler
+    from official_bert.tasks.squad import ANSWER_SETTINGS
 
-    settings = {}
-    for field, default in _SQUAD_DEFAULTS.items():
-        if field not in task:
-            logging.warning("%s: no '%s' (written by an older tasks.run_squad); using its default %s",
-                            os.path.join(model_dir, "task.json"), field, default)
-        settings[field] = task.get(field, default)
-    model = BertSpanLabeler(BertEncoder(config))
-    model.load_weights(os.path.join(model_dir, "model.weights.h5"))
-    return SquadModule(model, preprocessor, settings["max_query_length"], settings["max_answer_length"],
-                       bool(task.get("version_2_with_negative", False)), settings["null_score_diff_threshold"],
-                       assets)
-
-
-def _masked_lm_module(model_dir, task, config, seq_length, top_k, assets):
-    """The module of a `tasks.run_pretraining` model_dir: the masked-LM head's top-k pieces for each [MASK]."""
-    from export.mlm_module import DEFAULT_TOP_K, MaskedLMModule, MaskedTextPreprocessor
-    from official_bert import BertEncoder
-    from official_bert.models.pretrainer import BertPretrainer
-
-    preprocessor = MaskedTextPreprocessor(assets["vocab.txt"], task["do_lower_case"], seq_length)
-    model = BertPretrainer(BertEncoder(config))
-    model.load_weights(os.path.join(model_dir, "model.weights.h5"))
-    return MaskedLMModule(model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
+    for field in ANSWER_SETTINGS:
+        if field not in info:
+            raise ValueError(f"{os.path.join(model_dir, 'task.json')}: field '{field}' missing (written by an old "
+                             f"tasks.run_squad); re-run it with --do_train=false to record it")
+    return SquadModule(model, preprocessor, info["max_query_length"], info["max_answer_length"],
+                       bool(info.get("version_2_with_negative", False)), info["null_score_diff_threshold"], assets)
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
     """The module of a Hugging Face / Google encoder checkpoint directory."""
     from export.encoder_module import EncoderModule
-    from export.preprocessing import TextPreprocessor
+    from official_bert.text import TextPreprocessor
     from official_bert.checkpoints import load_encoder
     from official_bert.checkpoints.vocab import find_vocab
 
@@ -181,9 +147,10 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(SERVING_PRECISIONS[precision])  # whatever precision the model was trained in
     try:
-        task_path = os.path.join(model_dir, "task.json")
-        if os.path.isfile(task_path):
-            return _task_module(model_dir, _read_json(task_path), max_seq_length, staging_dir, top_k)
+        from official_bert.model_dir import is_model_dir
+
+        if is_model_dir(model_dir):
+            return _task_module(model_dir, max_seq_length, staging_dir, top_k)
         return _encoder_module(model_dir, max_seq_length, staging_dir)
     finally:
         keras.config.set_dtype_policy(previous)
@@ -244,18 +211,29 @@ def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None,
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    for name in ("model_dir", "export_dir"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
-    path = export(FLAGS.model_dir, FLAGS.export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k,
-                  FLAGS.precision)
-    print(f"exported {FLAGS.model_dir} to {path}")
+    model_dir = FLAGS.model_dir
+    if not model_dir:
+        from official_bert.model_dir import WEIGHTS_FILE
+
+        if not os.path.isfile(os.path.join(DEMO_MODEL_DIR, WEIGHTS_FILE)):
+            raise app.UsageError(f"--model_dir is required (a tasks.run_* model_dir or a checkpoint directory); "
+                                 f"with no flags, the demo's {DEMO_MODEL_DIR} is exported, but it holds no trained "
+                                 f"model: run `python -m tasks.run_classifier` first")
+        model_dir = DEMO_MODEL_DIR
+    export_dir = FLAGS.export_dir or os.path.join("out", "export", os.path.basename(os.path.normpath(model_dir)))
+    path = export(model_dir, export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k, FLAGS.precision)
+    print(f"exported {model_dir} to {path}")
 
 
 if __name__ == "__main__":
+    from official_bert.cli import quiet_native_logs, run_main
+
+    quiet_native_logs()
     flags.DEFINE_string("model_dir", None, "A tasks.run_classifier / run_ner / run_squad / run_pretraining "
-                        "model_dir, or a Hugging Face / Google encoder checkpoint directory (encoder-only export).")
-    flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>/.")
+                        "model_dir, or a Hugging Face / Google encoder checkpoint directory (encoder-only export). "
+                        f"Default: {DEMO_MODEL_DIR}, the demo's (python -m tasks.run_classifier).")
+    flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>/. "
+                        "Default: out/export/<name of --model_dir>.")
     flags.DEFINE_integer("version", None, "Version number; default: the next integer after existing ones.")
     flags.DEFINE_integer("max_seq_length", None, "Packed length; default: the task's (encoders: "
                          "sentence_bert_config.json's, else 128).")
@@ -264,5 +242,4 @@ if __name__ == "__main__":
     flags.DEFINE_enum("precision", "float32", sorted(SERVING_PRECISIONS),
                       "Weights and matmuls of the served model: float32, or bfloat16 (mixed_bfloat16's numerics, "
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs).")
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    app.run(main)
+    run_main(main)

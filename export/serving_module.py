@@ -1,6 +1,6 @@
 """ServingModule: the three signatures every export has, around one task's answer function.
 
-- `serving_default`: raw strings (`text`, and `text_b` for pair tasks; a subclass may name its own, e.g.
+- `serving_default`: raw strings (`text`, and `text_b` for pair tasks; a subclass may name its own, as SQuAD's
   `question`, `context`) -> the task's answer + `truncated`.
 - `serve_examples`: a [batch] string Tensor `examples` of serialized `tf.Example`s with the same features
   (bytes features `text`, `text_b`) -> the same answer.
@@ -28,9 +28,9 @@ class ServingModule(tf.Module):
     """Base class of the exported modules.
 
     Args:
-        preprocessor: an `export.preprocessing.TextPreprocessor`.
-        text_features: the raw-text input names, in order: ("text",), ("text", "text_b"), or a future task's
-            (e.g. ("question", "context")); also the `tf.Example` feature names of `serve_examples`.
+        preprocessor: an `official_bert.text.TextPreprocessor`.
+        text_features: the raw-text input names, in order: ("text",), ("text", "text_b"), or SQuAD's
+            ("question", "context"); also the `tf.Example` feature names of `serve_examples`.
         assets: file name -> path of files to ship in the SavedModel's `assets/` (vocab, label names).
         name: module name.
     """

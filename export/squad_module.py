@@ -32,7 +32,7 @@ the byte offsets and everything else as in the SavedModel.
 import tensorflow as tf
 
 from export.serving_module import ServingModule
-from export.tagger_module import row_ids
+from official_bert.text.ragged_ops import characters_before, row_ids
 
 NEG_INF = float("-inf")
 
@@ -107,7 +107,7 @@ class SquadModule(ServingModule):
 
     Args:
         model: a `BertSpanLabeler` with its trained weights.
-        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`.
         max_query_length: question pieces kept.
         max_answer_length: the longest answer, in pieces.
         version_2_with_negative: SQuAD 2.0: some questions have no answer.
@@ -190,14 +190,9 @@ class SquadModule(ServingModule):
         byte_end = tf.gather(tf.concat([tf.cast(ends.values, tf.int64), dummy], axis=0), end_index)
         outputs.update(answer_byte_start=byte_start, answer_byte_end=byte_end, truncated=truncated)
         if with_characters:
-            outputs.update(answer_start=_characters(context, byte_start), answer_end=_characters(context, byte_end),
+            outputs.update(answer_start=characters_before(context, byte_start[:, None])[:, 0],
+                           answer_end=characters_before(context, byte_end[:, None])[:, 0],
                            answer_text=tf.strings.substr(context, tf.maximum(byte_start, 0),
                                                          tf.maximum(byte_end - byte_start, 0)))
         return outputs
 
-
-def _characters(text, byte_offsets):
-    """Characters of `text[row]` before each byte offset; -1 stays -1. text, byte_offsets [batch]."""
-    prefix = tf.strings.substr(text, tf.zeros_like(byte_offsets), tf.maximum(byte_offsets, 0))
-    count = tf.cast(tf.strings.length(prefix, unit="UTF8_CHAR"), tf.int64)
-    return tf.where(byte_offsets < 0, tf.constant(-1, tf.int64), count)

@@ -1,6 +1,6 @@
 """TaggerModule: raw text -> the tag of every word and the named entities with their spans, in-graph.
 
-It reproduces `official_bert.models.entity_tagger.EntityTagger` with dense core ops:
+It reproduces `official_bert.pipelines.EntityTagger` with dense core ops:
 
 1. Words are the tokenizer's words: a piece that is not a `##` suffix (or is first in its text) starts one.
 2. The text is packed as `[CLS] pieces [SEP]` (the training layout) and each word takes the argmax tag of
@@ -23,7 +23,8 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 import tensorflow as tf
 
 from export.serving_module import ServingModule
-from official_bert.text.tokenizer import SUFFIX_INDICATOR
+from official_bert.text.ragged_ops import characters_before, row_ids
+from official_bert.text.vocab import is_suffix_piece
 
 # Chunk prefixes as integers; O is 0.
 _PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
@@ -77,21 +78,6 @@ def chunk_starts(prev_prefix, prefix, prev_type, type_):
         tf.logical_and(tf.not_equal(prefix, O), tf.not_equal(prev_type, type_)))
 
 
-def row_ids(row_splits, num_values):
-    """Row of each value of a ragged tensor, with dense ops only (no RaggedRange).
-
-    Args:
-        row_splits: int64 [rows + 1].
-        num_values: int64 scalar, row_splits[-1].
-
-    Returns:
-        int64 [num_values].
-    """
-    bumps = tf.scatter_nd(tf.reshape(row_splits[1:-1], [-1, 1]), tf.ones_like(row_splits[1:-1]),
-                          tf.reshape(num_values + 1, [1]))  # +1 where each row after the first starts
-    return tf.cumsum(bumps)[:-1]
-
-
 def _ragged_to_dense(rows, num_rows, values_list, pads):
     """Lays out values grouped by row (rows ascending) as dense [num_rows, max per row] Tensors.
 
@@ -127,7 +113,7 @@ class TaggerModule(ServingModule):
 
     Args:
         model: a `BertTokenClassifier` with its trained weights.
-        preprocessor: an `export.preprocessing.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`.
         label_names: the tag of each label id (IOB2, as in the model_dir's `task.json`).
         assets: file name -> path of files to ship in `assets/`.
     """
@@ -139,8 +125,7 @@ class TaggerModule(ServingModule):
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
         self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
-        vocab = preprocessor.tokenizer.get_vocab()
-        self._is_suffix = [t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in vocab]
+        self._is_suffix = is_suffix_piece(preprocessor.tokenizer.get_vocab())
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, seq, labels)
@@ -209,19 +194,12 @@ class TaggerModule(ServingModule):
         }
         if with_characters:
             outputs.update({
-                "word_start": _characters(text, word_byte_start), "word_end": _characters(text, word_byte_end),
-                "entity_start": _characters(text, entity_byte_start),
-                "entity_end": _characters(text, entity_byte_end),
+                "word_start": characters_before(text, word_byte_start),
+                "word_end": characters_before(text, word_byte_end),
+                "entity_start": characters_before(text, entity_byte_start),
+                "entity_end": characters_before(text, entity_byte_end),
                 "entity_text": _slices(text, entity_byte_start, entity_byte_end)})
         return outputs
-
-
-def _characters(text, byte_offsets):
-    """Characters of `text[row]` before each byte offset; -1 stays -1. text [batch], byte_offsets [batch, n]."""
-    rows = tf.broadcast_to(tf.range(tf.shape(byte_offsets, out_type=tf.int64)[0])[:, None], tf.shape(byte_offsets))
-    prefix = tf.strings.substr(tf.gather(text, rows), tf.zeros_like(byte_offsets), tf.maximum(byte_offsets, 0))
-    count = tf.cast(tf.strings.length(prefix, unit="UTF8_CHAR"), tf.int64)
-    return tf.where(byte_offsets < 0, tf.constant(-1, tf.int64), count)
 
 
 def _slices(text, byte_start, byte_end):

@@ -130,8 +130,11 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    from official_bert.cli import quiet_native_logs, run_main
+
+    quiet_native_logs()
     flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model.")
     flags.DEFINE_string("output", None, "The .tflite file to write.")
     flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization.")
     flags.DEFINE_enum("signature", "serving_default", ["serving_default", "serve_tokens"], "Signature to convert.")
-    app.run(main)
+    run_main(main)

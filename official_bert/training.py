@@ -7,7 +7,6 @@ skips the batches already consumed and trains the remaining steps, so a killed r
 with the same weights as an unbroken one.
 """
 
-import json
 import logging
 import os
 import sys
@@ -15,6 +14,8 @@ import time
 
 import keras
 import tensorflow as tf
+
+from official_bert.model_dir import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -227,10 +228,3 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     write_json(os.path.join(write_dir, "train_results.json"), results)
     return results
 
-
-def write_json(path, values):
-    """Writes `values` as indented JSON (creating the directory)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(values, f, indent=2, sort_keys=True)
-        f.write("\n")

@@ -77,6 +77,8 @@ def main(_):
 
 
 if __name__ == "__main__":
+    from official_bert.cli import quiet_native_logs, run_main
+
+    quiet_native_logs()
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    app.run(main)
+    run_main(main)

@@ -17,11 +17,9 @@ directory, heads included), `encoder/` (a Hugging Face `BertModel` directory, fo
 """
 
 import glob
-import json
 import logging
 import os
 import shutil
-import tempfile
 
 from absl import app, flags
 
@@ -34,42 +32,25 @@ flags.DEFINE_string("text_files", None, "Comma-separated globs of raw text files
                     "line between documents), masked on the fly (dynamic masking) instead of --input_files.")
 flags.DEFINE_string("eval_files", None, "With --do_eval: globs of held-out files in the format of the training "
                     "input: text when --text_files is given (with --do_train=false too), else TFRecords.")
-flags.DEFINE_string("init_checkpoint", None, "Optional: a Hugging Face or Google BERT checkpoint, or a model_dir of "
-                    "ours, to continue; heads it lacks start fresh. Unset: train from scratch.")
 flags.DEFINE_string("bert_config_file", None, "bert_config.json / config.json of the model (default: the one of "
                     "--init_checkpoint).")
 flags.DEFINE_string("preset", None, "A named config from configs/ (e.g. bert_base_uncased, uncased_L-4_H-256_A-4) "
                     "instead of --bert_config_file.")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab; default: found beside --init_checkpoint. Required for "
-                    "--text_files.")
-flags.DEFINE_boolean("do_lower_case", None, "Lower-case and strip accents (--text_files); default: from the "
-                     "checkpoint, else true.")
-flags.DEFINE_string("model_dir", None, "Where config, vocab, checkpoints, logs, weights and results go.")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
-flags.DEFINE_integer("eval_batch_size", 32, "Global evaluation batch size.")
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the examples.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence (padded).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "--text_files: fraction of word pieces masked.")
 flags.DEFINE_boolean("do_whole_word_mask", False, "--text_files: mask all pieces of a word together.")
-flags.DEFINE_integer("num_train_steps", 100000, "Training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warmup steps, then linear decay to 0.")
-flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "AdamW (as BERT) or LAMB (large batches).")
-flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not on LayerNorm and biases).")
-flags.DEFINE_float("adam_epsilon", 1e-6, "Adam / LAMB epsilon.")
-flags.DEFINE_boolean("jit_compile", None, "Compile the steps with XLA; default: on with a GPU or TPU.")
-flags.DEFINE_enum("mixed_precision", None, ["float16", "bfloat16"], "Mixed-precision compute dtype.")
-flags.DEFINE_enum("distribution_strategy", "one_device",
-                  ["one_device", "mirrored", "multi_worker_mirrored", "tpu"], "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU address for --distribution_strategy=tpu (name or grpc://...; '' = local).")
 flags.DEFINE_integer("steps_per_loop", 1, "Steps per host call (Keras steps_per_execution); raise on TPUs. "
                      "--checkpoint_steps and --log_steps must be multiples of it.")
-flags.DEFINE_integer("checkpoint_steps", 1000, "Steps between checkpoints (a restarted run resumes there).")
 flags.DEFINE_integer("log_steps", 100, "Steps between log lines; the logged metrics average these steps.")
-flags.DEFINE_integer("seed", 42, "Seed for initialisation, shuffling, masking and dropout.")
-flags.DEFINE_boolean("do_train", True, "Train.")
-flags.DEFINE_boolean("do_eval", False, "Evaluate on --eval_files.")
 flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most.")
+common.define_run_flags(
+    skip=("num_train_epochs", "warmup_proportion", "do_predict"), learning_rate=1e-4, eval_batch_size=32,
+    num_train_steps=100000, checkpoint_steps=1000, do_eval=False,
+    helps={"init_checkpoint": "Optional: a Hugging Face or Google BERT checkpoint, or a model_dir of ours, to "
+                              "continue; heads it lacks start fresh. Unset: train from scratch.",
+           "vocab_file": "WordPiece vocab; default: found beside --init_checkpoint. Required for --text_files.",
+           "do_eval": "Evaluate on --eval_files."})
 
 
 def expand_globs(patterns, flag):
@@ -95,7 +76,8 @@ def resolve_config_and_vocab():
     """The model config, the vocab tokens (or None) and the casing, from the flags and --init_checkpoint."""
     from official_bert import BertConfig
     from official_bert.checkpoints import load_config, open_checkpoint
-    from official_bert.checkpoints.vocab import find_vocab, read_vocab_file
+    from official_bert.checkpoints.vocab import find_vocab
+    from official_bert.text.vocab import load_vocab
 
     init = init_checkpoint_path()
     if FLAGS.bert_config_file and FLAGS.preset:
@@ -110,7 +92,7 @@ def resolve_config_and_vocab():
         raise app.UsageError("pass --init_checkpoint, --bert_config_file or --preset")
     tokens, lower, source = None, None, None
     if FLAGS.vocab_file:
-        tokens, source = read_vocab_file(FLAGS.vocab_file), FLAGS.vocab_file
+        tokens, source = load_vocab(FLAGS.vocab_file), FLAGS.vocab_file
     elif init:
         try:
             tokens, lower, source = find_vocab(init)
@@ -133,34 +115,25 @@ def resolve_config_and_vocab():
 
 def init_checkpoint_path():
     """--init_checkpoint, with a model_dir of ours pointing to its `pretrainer/` (heads included)."""
-    path = FLAGS.init_checkpoint
-    if path and os.path.isfile(os.path.join(path, "pretrainer", "model.safetensors")):
-        return os.path.join(path, "pretrainer")
-    return common.resolve_init_checkpoint(path)
+    from official_bert import model_dir
+
+    return model_dir.resolve_init_checkpoint(FLAGS.init_checkpoint, heads=model_dir.PRETRAINER_DIR)
 
 
 def prepare_model_dir(config, tokens, lower_case):
     """Writes `task.json`, `bert_config.json` and `vocab.txt`; an earlier run of another shape is an error."""
+    from official_bert import model_dir
     from official_bert.checkpoints.vocab import write_vocab_file
-    from official_bert.training import write_json
 
     info = {"task": "pretraining", "max_seq_length": FLAGS.max_seq_length,
             "max_predictions_per_seq": FLAGS.max_predictions_per_seq, "do_lower_case": lower_case,
             "config": config.to_dict()}
-    task_path = os.path.join(FLAGS.model_dir, "task.json")
-    if os.path.isfile(task_path):
-        with open(task_path, encoding="utf-8") as f:
-            previous = json.load(f)
-        for key, value in info.items():
-            if previous.get(key) != value:
-                raise ValueError(f"{task_path}: field '{key}' is {previous.get(key)!r} from an earlier run, but this "
-                                 f"run has {value!r}; use another --model_dir")
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
-    write_json(task_path, info)
-    write_json(os.path.join(FLAGS.model_dir, "bert_config.json"), config.to_dict())
+    model_dir.check_same_run(FLAGS.model_dir, model_dir.PRETRAINING, info)
+    model_dir.write_task_info(FLAGS.model_dir, model_dir.PRETRAINING, info)
+    model_dir.write_json(os.path.join(FLAGS.model_dir, model_dir.CONFIG_FILE), config.to_dict())
     if tokens is None:
         return None
-    vocab_file = os.path.join(FLAGS.model_dir, "vocab.txt")
+    vocab_file = os.path.join(FLAGS.model_dir, model_dir.VOCAB_FILE)
     write_vocab_file(tokens, vocab_file)
     return vocab_file
 
@@ -209,17 +182,6 @@ def source_fn(file_patterns, tokenizer, is_training):
         seed=FLAGS.seed, input_context=context)
 
 
-def is_chief(strategy):
-    """Whether this process writes the run's files (always, except the non-chief workers of a multi-worker job)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type or FLAGS.distribution_strategy != "multi_worker_mirrored":
-        return True
-    if resolver.task_type == "chief":
-        return True
-    return (resolver.task_type == "worker" and resolver.task_id == 0
-            and "chief" not in resolver.cluster_spec().as_dict())
-
-
 def metrics_logger(every, total_steps):
     """A Keras callback that logs the metrics every `every` steps and then resets them, so each line (and each
     TensorBoard point) averages the steps since the previous one rather than the whole run."""
@@ -240,7 +202,8 @@ def metrics_logger(every, total_steps):
 def build_model(strategy, config, total_steps):
     """The pre-trainer, loaded from --init_checkpoint if given, compiled."""
     from official_bert import BertEncoder, training
-    from official_bert.models.pretrainer import BertPretrainer, load_pretrainer_weights
+    from official_bert.checkpoints import load_pretrainer_weights
+    from official_bert.models.pretrainer import BertPretrainer
     from official_bert.optimization import create_optimizer
 
     jit_compile = training.default_jit_compile() if FLAGS.jit_compile is None else FLAGS.jit_compile
@@ -257,14 +220,17 @@ def build_model(strategy, config, total_steps):
     return model
 
 
-def save_outputs(model, out_dir, vocab_file):
-    """`model.weights.h5`, `pretrainer/` (HF BertForPreTraining) and `encoder/` (HF BertModel) in `out_dir`."""
-    from official_bert.checkpoints import save_encoder
-    from official_bert.models.pretrainer import save_pretrainer
+def save_outputs(model, out_dir, vocab_file, lower_case):
+    """`model.weights.h5`, `pretrainer/` (HF BertForPreTraining) and `encoder/` (HF BertModel) in `out_dir`, the
+    two directories with their casing."""
+    from official_bert import model_dir
+    from official_bert.checkpoints import save_pretrainer
+    from official_bert.runner import save_trained
 
-    model.save_weights(os.path.join(out_dir, "model.weights.h5"), overwrite=True)
-    save_pretrainer(model, os.path.join(out_dir, "pretrainer"), vocab_file=vocab_file, overwrite=True)
-    save_encoder(model.encoder, os.path.join(out_dir, "encoder"), vocab_file=vocab_file, overwrite=True)
+    save_trained(model, out_dir, vocab_file, lower_case)
+    pretrainer_dir = os.path.join(out_dir, model_dir.PRETRAINER_DIR)
+    save_pretrainer(model, pretrainer_dir, vocab_file=vocab_file, overwrite=True)
+    model_dir.write_tokenizer_config(pretrainer_dir, lower_case)
 
 
 def evaluate(model, strategy, eval_source):
@@ -298,16 +264,11 @@ def main(_):
 
     config, tokens, lower_case = resolve_config_and_vocab()
 
-    import keras
+    from official_bert import model_dir, training
+    from official_bert.runner import start_process
 
-    from official_bert import training
-
-    keras.utils.set_random_seed(FLAGS.seed)
-    training.set_mixed_precision(FLAGS.mixed_precision)
-    strategy = training.get_strategy(FLAGS.distribution_strategy, FLAGS.tpu)
-    chief = is_chief(strategy)
-    # Non-chief workers write into a temporary directory of their own (and drop it), as TF recommends.
-    out_dir = FLAGS.model_dir if chief else tempfile.mkdtemp(prefix="run_pretraining_worker_")
+    strategy, chief, out_dir = start_process(FLAGS.seed, FLAGS.mixed_precision, FLAGS.distribution_strategy, FLAGS.tpu,
+                                             FLAGS.model_dir)
     if chief:
         vocab_file = prepare_model_dir(config, tokens, lower_case)
     else:
@@ -335,7 +296,7 @@ def main(_):
         training.fit_resumable(model, make_dataset, FLAGS.num_train_steps, FLAGS.model_dir, FLAGS.train_batch_size,
                                checkpoint_steps=FLAGS.checkpoint_steps, verbose=0, write_dir=out_dir,
                                callbacks=[metrics_logger(FLAGS.log_steps, FLAGS.num_train_steps)])
-        save_outputs(model, out_dir, vocab_file)
+        save_outputs(model, out_dir, vocab_file, lower_case)
     else:
         weights = os.path.join(FLAGS.model_dir, "model.weights.h5")
         if os.path.isfile(weights):
@@ -348,7 +309,7 @@ def main(_):
     if FLAGS.do_eval:
         eval_source = source_fn(eval_files, tokenizer, is_training=False)
         results = evaluate(model, strategy, eval_source)
-        training.write_json(os.path.join(out_dir, "eval_results.json"), results)
+        model_dir.write_json(os.path.join(out_dir, "eval_results.json"), results)
         print("eval results:", ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in sorted(results.items())))
     if not chief:
@@ -356,5 +317,7 @@ def main(_):
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    app.run(main)
+    from official_bert.cli import quiet_native_logs, run_main
+
+    quiet_native_logs()
+    run_main(main)

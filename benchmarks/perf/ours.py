@@ -125,11 +125,11 @@ def serving(latency_texts, batch_size, repeats):
 
     from benchmarks.perf import serving_inputs
     from export.classifier_module import ClassifierModule
-    from export.preprocessing import TextPreprocessor
     from export.saved_model import save
     from official_bert.checkpoints import load_encoder
     from official_bert.checkpoints.vocab import find_vocab
     from official_bert.models import BertClassifier
+    from official_bert.text import TextPreprocessor
 
     texts = serving_inputs.serving_texts()
     encoder, config = load_encoder(serving_inputs.CHECKPOINT)

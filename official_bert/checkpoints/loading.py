@@ -3,12 +3,13 @@
 import json
 import logging
 import os
+import shutil
 from typing import Iterable, List
-
 
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
 from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
 from official_bert.config import BertConfig
+from official_bert.models.encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +87,6 @@ def load_encoder(path, config: BertConfig = None):
         config: overrides the config file found beside the checkpoint.
     Returns: `(encoder, config)`.
     """
-    from official_bert.models import BertEncoder
-
     reader = open_checkpoint(path)
     config = config or load_config(reader)
     encoder = BertEncoder(config)
@@ -106,7 +105,7 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
 
     Args:
         encoder: the task model's `BertEncoder`.
-        head_specs: `WeightSpec`s of the task head.
+        head_specs: `WeightSpec`s of the task head (see `checkpoints.heads.head_specs`).
         path: a checkpoint directory or prefix (see `open_checkpoint`).
         optional_pooler: a checkpoint without the pooler is accepted and the pooler keeps its initialisation,
             for tasks that do not use it (HF saves `BertForTokenClassification` / `BertForQuestionAnswering`
@@ -138,19 +137,32 @@ def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False)
         vocab_file: copied in as `vocab.txt` when given.
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     """
+    tensors = {spec.hf_name: spec.to_stored_value("hf") for spec in encoder_specs(encoder)}
+    return write_hf_directory(path, tensors, encoder.config.to_hf_dict(), vocab_file, overwrite)
+
+
+def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=False):
+    """Writes a Hugging Face model directory: `model.safetensors`, `config.json` and, when given, `vocab.txt`.
+
+    Args:
+        path: output directory (created).
+        tensors: Hugging Face name -> array.
+        hf_config: the contents of `config.json`.
+        vocab_file: copied in as `vocab.txt` when given.
+        overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
+    Returns: `path`.
+    """
     from safetensors.numpy import save_file
 
     os.makedirs(path, exist_ok=True)
     weights_path = os.path.join(path, "model.safetensors")
     if os.path.exists(weights_path) and not overwrite:
         raise FileExistsError(f"{weights_path} exists; pass overwrite=True to replace it")
-    tensors = {spec.hf_name: spec.to_stored_value("hf") for spec in encoder_specs(encoder)}
     save_file(tensors, weights_path, metadata={"format": "pt"})
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(encoder.config.to_hf_dict(), f, indent=2)
+        json.dump(hf_config, f, indent=2)
     if vocab_file:
-        with open(vocab_file, "rb") as src, open(os.path.join(path, "vocab.txt"), "wb") as dst:
-            dst.write(src.read())
+        shutil.copyfile(vocab_file, os.path.join(path, "vocab.txt"))
     return path
 
 

@@ -1,19 +1,10 @@
 """Finds the WordPiece vocabulary and casing that belong to a checkpoint directory."""
 
 import json
-import logging
 import os
 from typing import List, Optional, Tuple
 
-logger = logging.getLogger(__name__)
-
-
-def read_vocab_file(path) -> List[str]:
-    """One token per line, id = line number (Google's and HF's `vocab.txt`)."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"vocab file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n").rstrip("\r") for line in f]
+from official_bert.text.vocab import load_vocab
 
 
 def _from_tokenizer_json(path) -> Tuple[List[str], Optional[bool]]:
@@ -53,7 +44,7 @@ def find_vocab(checkpoint_dir) -> Tuple[List[str], Optional[bool], str]:
     vocab_txt = os.path.join(directory, "vocab.txt")
     tokenizer_json = os.path.join(directory, "tokenizer.json")
     if os.path.isfile(vocab_txt):
-        tokens, source = read_vocab_file(vocab_txt), vocab_txt
+        tokens, source = load_vocab(vocab_txt), vocab_txt
     elif os.path.isfile(tokenizer_json):
         tokens, json_lower = _from_tokenizer_json(tokenizer_json)
         lower = json_lower if lower is None else lower

@@ -8,8 +8,8 @@ One `WeightSpec` per variable names it in both formats and gives its layout ther
   classifier's `output_weights`).
 - `hf_transposed`: Hugging Face stores it `[out, in]` (every `nn.Linear` weight).
 
-Task models add their heads' specs with `dense_specs`, so every loader and writer goes through the same
-table.
+`checkpoints.heads` names the task models' heads with `dense_specs`, so every loader and writer goes through
+the same table.
 """
 
 import dataclasses
@@ -84,13 +84,6 @@ def dense_specs(layer, google_prefix, hf_prefix, google_kernel="kernel", google_
                    google_transposed=google_transposed, hf_transposed=True),
         WeightSpec(bias, f"{google_prefix}{google_bias}", f"{hf_prefix}.bias", (out_size,)),
     ]
-
-
-def classifier_head_specs(head) -> List[WeightSpec]:
-    """Specs of a task head named as BERT's classifiers are: HF `classifier.weight` / `.bias` (BertFor
-    SequenceClassification / TokenClassification), Google `output_weights` ([classes, hidden]) / `output_bias`."""
-    return dense_specs(head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
-                       google_bias="output_bias", google_transposed=True)
 
 
 def layer_norm_specs(layer, google_prefix, hf_prefix) -> List[WeightSpec]:

@@ -6,36 +6,14 @@ import tensorflow as tf
 from official_bert.data.padding import trim_batch_padding
 
 
-class TextPairPacker:
-    """Tokenizes one or two string batches and packs them into the encoder's inputs, in-graph.
-
-    Args:
-        tokenizer: an `official_bert.text.BertTokenizer`.
-        seq_length: packed length; longer pairs are truncated longest-segment-first.
-    """
-
-    def __init__(self, tokenizer, seq_length):
-        from official_bert.text import BertPackInputs
-
-        self.tokenizer = tokenizer
-        self.packer = BertPackInputs(seq_length, tokenizer.get_special_tokens_dict())
-
-    def __call__(self, text_a, text_b=None):
-        """Args: text_a, text_b: (batch,) strings. Returns the dict of (batch, seq_length) int32 inputs."""
-        segments = [self.tokenizer(text_a)]
-        if text_b is not None:
-            segments.append(self.tokenizer(text_b))
-        return self.packer(segments)
-
-
-def classification_dataset(text_a, text_b, labels, packer, batch_size, is_training, seed=0):
+def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_training, seed=0):
     """Builds a batched dataset of `(inputs, labels)` (or `inputs` alone when `labels` is None).
 
     Args:
         text_a: list of first texts.
         text_b: list of second texts, or None.
         labels: class indices (int) or scores (float), or None for unlabeled prediction data.
-        packer: a `TextPairPacker`.
+        preprocessor: an `official_bert.text.TextPreprocessor` (tokenizes and packs, in-graph).
         batch_size: batch size.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
             forever, drop the last partial batch, and cut each batch to its longest pair rounded up to 32
@@ -54,7 +32,8 @@ def classification_dataset(text_a, text_b, labels, packer, batch_size, is_traini
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
     def pack(batch):
-        inputs = packer(batch["text_a"], batch.get("text_b"))
+        texts = [batch["text_a"]] + ([batch["text_b"]] if "text_b" in batch else [])
+        inputs, _ = preprocessor.pack(texts)
         return (inputs, batch["label"]) if "label" in batch else inputs
 
     dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -342,19 +342,38 @@ def _to_str(value) -> str:
     return str(value)
 
 
-def load_tfds_glue(task, split: str, data_dir: Optional[str] = None) -> GlueExamples:
-    """Loads one split of a GLUE task from tensorflow-datasets, never downloading.
+def _download_host_unreachable(builder, timeout=5.0):
+    """The host of the builder's download URL when it cannot be reached within `timeout` seconds, else None.
 
-    The dataset must already be prepared (e.g. `tfds build glue/mrpc --data_dir=...` on a machine with
-    network access), in `data_dir` or TFDS's default directory.
+    Offline, TFDS retries a download for minutes before it fails: this answers at once.
+    """
+    import socket
+    import urllib.parse
+
+    url = getattr(builder.builder_config, "data_url", None) or ""
+    host = urllib.parse.urlparse(url).hostname
+    if not host:
+        return None
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return None
+    except OSError:
+        return host
+
+
+def load_tfds_glue(task, split: str, data_dir: Optional[str] = None, download: bool = False) -> GlueExamples:
+    """Loads one split of a GLUE task from tensorflow-datasets.
 
     Args:
         task: a task name or `GlueTask`.
         split: our split name ("train", "dev", MNLI "dev_matched", ...) or the TFDS one ("validation").
         data_dir: the TFDS data directory; None for TFDS's default (`~/tensorflow_datasets`).
+        download: download and prepare the dataset there when it is not prepared yet (needs the network);
+            False: it must be prepared already (e.g. `tfds build glue/mrpc --data_dir=...`).
 
     Raises:
-        FileNotFoundError: the dataset is not prepared there; the message says what to do.
+        FileNotFoundError: the dataset is not prepared there (and could not be downloaded); the message says
+            what to do.
     """
     import tensorflow_datasets as tfds
 
@@ -362,16 +381,25 @@ def load_tfds_glue(task, split: str, data_dir: Optional[str] = None) -> GlueExam
     split = task.canonical_split(split)
     tfds_split = task.tfds_splits[split]
     source = f"{task.tfds_name}[{tfds_split}]"
+    where = data_dir or "the default TFDS directory (~/tensorflow_datasets)"
+    builder = tfds.builder(task.tfds_name, data_dir=data_dir)
+    if download and not builder.is_prepared():
+        host = _download_host_unreachable(builder)
+        if host:
+            raise FileNotFoundError(
+                f"TFDS dataset {task.tfds_name} is not prepared in {where} and {host} cannot be reached to download "
+                f"it: pass --data_dir=<directory with the GLUE {task.name} TSV files>, or --tfds_data_dir=<a "
+                f"directory where it is prepared>")
+        logging.info("Downloading and preparing %s in %s", task.tfds_name, where)
+        builder.download_and_prepare()
     try:
         dataset, info = tfds.load(task.tfds_name, split=tfds_split, data_dir=data_dir, download=False,
                                   shuffle_files=False, with_info=True)
     except (AssertionError, FileNotFoundError, tfds.core.registered.DatasetNotFoundError) as e:
         # TFDS raises AssertionError("could not find data in ...") for an unprepared dataset.
-        where = data_dir or "the default TFDS directory (~/tensorflow_datasets)"
         raise FileNotFoundError(
-            f"TFDS dataset {task.tfds_name} is not prepared in {where}, and downloads are never made at run "
-            f"time. Pass --data_dir=<directory with the GLUE {task.name} TSV files>, or prepare the dataset "
-            f"first (`tfds build {task.tfds_name} --data_dir=DIR`) and pass DIR as --tfds_data_dir. "
-            f"({type(e).__name__}: {e})") from None
+            f"TFDS dataset {task.tfds_name} is not prepared in {where}. Pass --data_dir=<directory with the GLUE "
+            f"{task.name} TSV files>, or prepare the dataset first (`tfds build {task.tfds_name} --data_dir=DIR`) "
+            f"and pass DIR as --tfds_data_dir. ({type(e).__name__}: {e})") from None
     label_names = None if task.is_regression else info.features["label"].names
     return examples_from_tfds(task, split, tfds.as_numpy(dataset), label_names=label_names, source=source)

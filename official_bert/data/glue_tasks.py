@@ -75,7 +75,7 @@ class GlueTask:
             class index is its position here. Empty for the regression task STS-B.
         is_regression: True for STS-B (a float score in [0, 5]).
         is_pair: True when each example has two texts.
-        metric_names: the keys `glue_metrics` returns for this task, as GLUE scores it.
+        metric_names: the metrics GLUE scores this task with (pass them to `metrics.glue.glue_metrics`).
         split_files: split name -> candidate file names in the task's data directory (first found wins).
         tfds_name: the tensorflow-datasets name, e.g. "glue/mrpc".
         tfds_splits: our split name -> the TFDS split name.

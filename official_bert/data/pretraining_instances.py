@@ -31,6 +31,8 @@ from typing import List
 
 import numpy as np
 
+from official_bert.text.vocab import is_suffix_piece
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskingVocab:
@@ -58,7 +60,7 @@ class MaskingVocab:
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") if t not in index]
         if missing:
             raise ValueError(f"vocabulary lacks {', '.join(missing)}, needed for pre-training data")
-        suffix = frozenset(i for i, t in enumerate(tokens) if t.startswith("##") and t != "##")
+        suffix = frozenset(np.flatnonzero(is_suffix_piece(tokens)).tolist())
         return cls(len(tokens), index["[CLS]"], index["[SEP]"], index["[MASK]"], index["[PAD]"], suffix)
 
     @classmethod

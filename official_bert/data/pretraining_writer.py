@@ -131,7 +131,7 @@ def write_pretraining_records(input_files, output_paths, config, num_workers=2, 
                 stats = MaskingStatistics(result.stats.vocab, config.masked_lm_prob, config.max_predictions_per_seq,
                                           config.do_whole_word_mask)
             if totals["chunks"] == 0 and result.first_tokens:
-                from official_bert.text.tokenizer import load_vocab
+                from official_bert.text.vocab import load_vocab
 
                 tokens = load_vocab(config.vocab_file)
                 logger.info("First instance: %s", " ".join(tokens[t] for t in result.first_tokens))

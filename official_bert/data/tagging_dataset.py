@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.data.padding import trim_batch_padding
-from official_bert.models.token_classifier import IGNORE_LABEL
+from official_bert.labels import IGNORE_LABEL
 
 
 @dataclasses.dataclass

@@ -13,15 +13,13 @@ input is 0.
 
 Examples:
 
->>> glue_metrics("MRPC", labels=[1, 0, 1, 1], predictions=[1, 0, 0, 1])
+>>> glue_metrics(("f1", "accuracy"), labels=[1, 0, 1, 1], predictions=[1, 0, 0, 1])  # MRPC's
 {'f1': 0.8, 'accuracy': 0.75}
 """
 
-from typing import Dict
+from typing import Dict, Sequence
 
 import numpy as np
-
-from official_bert.data.glue_tasks import get_glue_task
 
 __all__ = ["accuracy", "f1", "matthews_corr", "pearson", "spearman", "glue_metrics"]
 
@@ -143,29 +141,33 @@ def spearman(labels, predictions) -> float:
 
 _METRICS = {"accuracy": accuracy, "f1": f1, "matthews_corr": matthews_corr, "pearson": pearson,
             "spearman": spearman}
+_SCORE_METRICS = ("pearson", "spearman")  # metrics of scores (regression); the others compare classes
 
 
-def glue_metrics(task, labels, predictions) -> Dict[str, float]:
-    """The GLUE metrics of one task on one evaluation split.
+def glue_metrics(metric_names: Sequence[str], labels, predictions) -> Dict[str, float]:
+    """The named GLUE metrics of one task on one evaluation split.
 
     Args:
-        task: a task name ("MRPC", "sst2", ...) or `GlueTask`. For MNLI, call once for the matched and once
-            for the mismatched dev set.
-        labels: 1-D gold class indices (float scores for STS-B).
-        predictions: predicted class indices, or 2-D logits/probabilities `[n, classes]` (arg-maxed);
-            for STS-B 1-D scores or `[n, 1]`.
+        metric_names: the metrics to compute, e.g. a `GlueTask.metric_names` (`accuracy`, `f1`, `matthews_corr`,
+            `pearson`, `spearman`). For MNLI, call once for the matched and once for the mismatched dev set.
+        labels: 1-D gold class indices (float scores for the correlations).
+        predictions: predicted class indices, or 2-D logits/probabilities `[n, classes]` (arg-maxed); for the
+            correlations 1-D scores or `[n, 1]`.
 
     Returns:
-        The task's metrics, keyed as in `GlueTask.metric_names` (`accuracy`, `f1`, `matthews_corr`,
-        `pearson`, `spearman`), as fractions.
+        The metrics, keyed by name, as fractions.
     """
-    task = get_glue_task(task)
+    if isinstance(metric_names, str):
+        raise TypeError(f"metric_names is a sequence of names (e.g. GlueTask.metric_names), not {metric_names!r}")
+    unknown = [name for name in metric_names if name not in _METRICS]
+    if unknown:
+        raise ValueError(f"unknown GLUE metric(s) {', '.join(unknown)}; expected some of {', '.join(_METRICS)}")
     predictions = np.asarray(predictions)
     if predictions.ndim == 2:
-        if task.is_regression:
+        if any(name in _SCORE_METRICS for name in metric_names):
             if predictions.shape[1] != 1:
-                raise ValueError(f"{task.name} predictions must be [n] or [n, 1], got {predictions.shape}")
+                raise ValueError(f"predictions of scores must be [n] or [n, 1], got {predictions.shape}")
             predictions = predictions[:, 0]
         else:
             predictions = np.argmax(predictions, axis=-1)
-    return {name: _METRICS[name](labels, predictions) for name in task.metric_names}
+    return {name: _METRICS[name](labels, predictions) for name in metric_names}

@@ -2,11 +2,11 @@
 
 import keras
 
-from official_bert.checkpoints.weight_map import classifier_head_specs, encoder_specs
+from official_bert.models.task_model import TaskModel
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertClassifier(keras.Model):
+class BertClassifier(TaskModel):
     """Classifies (or scores) a packed sequence from the encoder's pooled `[CLS]` output.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
@@ -43,13 +43,16 @@ class BertClassifier(keras.Model):
         self.dropout_rate = dropout_rate
         self.head = head
 
-    def head_specs(self):
-        """Weight specs of the head: HF `classifier.*`, Google `output_weights` [classes, hidden] / `output_bias`."""
-        return classifier_head_specs(self.head)
+    def default_loss(self):
+        """Cross-entropy of the logits; mean squared error for regression (`num_classes=1`)."""
+        if self.num_classes == 1:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
-    def checkpoint_specs(self):
-        """Weight specs of the encoder and the head."""
-        return encoder_specs(self.encoder) + self.head_specs()
+    def default_metrics(self):
+        if self.num_classes == 1:
+            return [keras.metrics.MeanSquaredError(name="mse")]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,

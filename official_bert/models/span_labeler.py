@@ -2,27 +2,13 @@
 
 import keras
 
-from official_bert.checkpoints.weight_map import dense_specs, encoder_specs
+from official_bert.models.sequence_output_model import SequenceOutputModel
 
 SPAN_OUTPUTS = ("start_logits", "end_logits")
 
 
-def span_labeling_loss():
-    """Keyword arguments of `model.compile` for the SQuAD loss: sparse cross-entropy of the start and of the end
-    logits, each weighted 0.5, so the loss is their mean (as Google's `run_squad.py` and Hugging Face's
-    `BertForQuestionAnswering`). Labels are dicts keyed by the output names (see `data.squad.squad_dataset`).
-
-    Examples:
-    ```python
-    model.compile(optimizer=optimizer, **span_labeling_loss())
-    ```
-    """
-    return {"loss": {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_OUTPUTS},
-            "loss_weights": {name: 0.5 for name in SPAN_OUTPUTS}}
-
-
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(SequenceOutputModel):
     """Scores every token of a packed sequence as the start and as the end of the answer span.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
@@ -30,7 +16,8 @@ class BertSpanLabeler(keras.Model):
     `sequence_output`, without dropout, as Google's `run_squad.py` (`cls/squad/output_weights` [2, hidden],
     `cls/squad/output_bias`) and Hugging Face `BertForQuestionAnswering` (`qa_outputs.weight` [2, hidden],
     `qa_outputs.bias`); load either, or a plain encoder checkpoint, with
-    `checkpoints.load_task_weights(model.encoder, model.head_specs(), path, optional_pooler=True)`.
+    `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path, optional_pooler=True)`.
+    The pooler is not trained (see `SequenceOutputModel`).
 
     Args:
         encoder: a `BertEncoder`.
@@ -39,7 +26,7 @@ class BertSpanLabeler(keras.Model):
     ```python
     encoder, config = official_bert.checkpoints.load_encoder("all-MiniLM-L6-v2")
     model = BertSpanLabeler(encoder)
-    model.compile(optimizer="adam", **span_labeling_loss())
+    model.compile(optimizer="adam")  # the mean of the start and end cross-entropies
     outputs = model(packed_inputs)  # {"start_logits": (batch, seq), "end_logits": (batch, seq)}
     ```
     """
@@ -50,9 +37,6 @@ class BertSpanLabeler(keras.Model):
         config = encoder.config
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
-        # The pooler is off the path to these logits: frozen, it stays out of the optimizer (no slots, no
-        # "Gradients do not exist" warning) and is still saved. Note: this freezes it on `encoder` itself.
-        encoder.pooler.trainable = False
         head = keras.layers.Dense(
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="qa_outputs")  # float32 logits for a stable loss under mixed precision
@@ -62,15 +46,14 @@ class BertSpanLabeler(keras.Model):
         self.encoder = encoder
         self.head = head
 
-    def head_specs(self):
-        """Weight specs of the head: HF `qa_outputs.*`, Google `cls/squad/output_weights` [2, hidden] /
-        `cls/squad/output_bias`."""
-        return dense_specs(self.head, google_prefix="cls/squad", hf_prefix="qa_outputs",
-                           google_kernel="output_weights", google_bias="output_bias", google_transposed=True)
+    def default_loss(self):
+        """Sparse cross-entropy of the start and of the end logits; with `default_loss_weights` (0.5 each) the loss
+        is their mean, as Google's `run_squad.py` and Hugging Face's `BertForQuestionAnswering`. Labels are dicts
+        keyed by the output names (see `data.squad.squad_dataset`)."""
+        return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_OUTPUTS}
 
-    def checkpoint_specs(self):
-        """Weight specs of the encoder and the head."""
-        return encoder_specs(self.encoder) + self.head_specs()
+    def default_loss_weights(self):
+        return {name: 0.5 for name in SPAN_OUTPUTS}
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,

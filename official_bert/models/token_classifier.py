@@ -2,29 +2,22 @@
 
 import keras
 
-from official_bert.checkpoints.weight_map import classifier_head_specs, encoder_specs
-
-# Label id of positions the loss and the metrics skip: [CLS], [SEP], padding and non-first word pieces.
-IGNORE_LABEL = -100
-
-
-def token_classification_loss():
-    """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+from official_bert.labels import IGNORE_LABEL
+from official_bert.models.sequence_output_model import SequenceOutputModel
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(SequenceOutputModel):
     """Labels every token of a packed sequence from the encoder's `sequence_output`.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
-    Output: logits (batch, seq, num_labels) in float32. Train with `token_classification_loss()`, which skips
+    Output: logits (batch, seq, num_labels) in float32. Its default loss (`compile(loss="auto")`) skips
     positions labeled `IGNORE_LABEL` (-100).
 
-    The head is Hugging Face `BertForTokenClassification`'s (`classifier.weight` / `.bias`); load such a
-    checkpoint, or a plain encoder one, with
-    `checkpoints.load_task_weights(model.encoder, model.head_specs(), path, optional_pooler=True)`
-    (HF's token classifiers are saved without a pooler).
+    The pooler is not trained (see `SequenceOutputModel`). The head is Hugging Face
+    `BertForTokenClassification`'s (`classifier.weight` / `.bias`); load such a checkpoint, or a plain encoder
+    one, with `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path,
+    optional_pooler=True)` (HF's token classifiers are saved without a pooler).
 
     Args:
         encoder: a `BertEncoder`.
@@ -46,9 +39,6 @@ class BertTokenClassifier(keras.Model):
         dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
-        # The pooler is off the path to these logits: frozen, it stays out of the optimizer (no slots, no
-        # "Gradients do not exist" warning) and is still saved. Note: this freezes it on `encoder` itself.
-        encoder.pooler.trainable = False
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(
             num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
@@ -60,13 +50,9 @@ class BertTokenClassifier(keras.Model):
         self.dropout_rate = dropout_rate
         self.head = head
 
-    def head_specs(self):
-        """Weight specs of the head: HF `classifier.*`, Google `output_weights` [labels, hidden] / `output_bias`."""
-        return classifier_head_specs(self.head)
-
-    def checkpoint_specs(self):
-        """Weight specs of the encoder and the head."""
-        return encoder_specs(self.encoder) + self.head_specs()
+    def default_loss(self):
+        """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_labels": self.num_labels,

@@ -11,24 +11,10 @@ from tensorflow_text.python.ops.fast_bert_normalizer import gen_fast_bert_normal
 from tensorflow_text.python.ops.fast_wordpiece_tokenizer import gen_fast_wordpiece_tokenizer
 
 from official_bert.text import normalizer_model, unicode_data
+from official_bert.text.ragged_ops import row_ids
+from official_bert.text.vocab import SUFFIX_INDICATOR, is_suffix_piece, load_vocab
 
 REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
-SUFFIX_INDICATOR = "##"
-
-
-def load_vocab(vocab_file):
-    """Reads a WordPiece vocab file: one token per line, the line number is the id.
-
-    Args:
-        vocab_file: path to the file (Google's / Hugging Face's `vocab.txt`).
-
-    Returns:
-        The tokens, a list of str.
-    """
-    if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"BERT vocab file not found: {vocab_file}")
-    with tf.io.gfile.GFile(vocab_file, "r") as f:
-        return [line.rstrip("\r\n") for line in f]
 
 
 @functools.lru_cache(maxsize=4)
@@ -97,10 +83,9 @@ class BertTokenizer(keras.layers.Layer):
         self._wordpiece_model = np.frombuffer(
             pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
                 tokens, 4 * max_chars_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
-        is_suffix = [t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in tokens]
-        self._is_suffix = np.array(is_suffix, bool)  # (vocab,)
+        self._is_suffix = is_suffix_piece(tokens)  # (vocab,)
         self._char_lengths = np.array(  # (vocab,) characters each piece covers in its word
-            [len(t) - len(SUFFIX_INDICATOR) if s else len(t) for t, s in zip(tokens, is_suffix)], np.int32)
+            [len(t) - len(SUFFIX_INDICATOR) if s else len(t) for t, s in zip(tokens, self._is_suffix)], np.int32)
 
     @property
     def vocab_size(self):
@@ -161,7 +146,7 @@ class BertTokenizer(keras.layers.Layer):
         # position of every normalized byte plus one for the end. A piece starts where its first byte
         # came from and ends where the input character under its last byte ends: as in Hugging Face's
         # offsets, not after the characters the normalizer deleted behind it.
-        piece_rows = _row_ids(row_splits, tf.shape(ids, out_type=tf.int64)[0])  # (pieces,)
+        piece_rows = row_ids(row_splits, tf.shape(ids, out_type=tf.int64)[0])  # (pieces,)
         row_base = tf.gather(tf.cast(norm_splits, tf.int64), piece_rows)  # (pieces,)
         norm_offsets = tf.cast(norm_offsets, tf.int64)
         starts = tf.gather(norm_offsets, row_base + tf.cast(starts, tf.int64))
@@ -236,20 +221,3 @@ class BertTokenizer(keras.layers.Layer):
         config.update({"vocab_file": self.vocab_file, "vocab": self.vocab, "lower_case": self.lower_case,
                        "max_chars_per_word": self.max_chars_per_word})
         return config
-
-
-def _row_ids(row_splits, num_values):
-    """Row index of each value of a ragged tensor, with dense ops only (no RaggedRange).
-
-    Args:
-        row_splits: int64 [rows + 1].
-        num_values: int64 scalar, row_splits[-1].
-
-    Returns:
-        int64 [num_values].
-    """
-    # +1 at the start of every row after the first; empty rows stack their +1s on one position.
-    bumps = tf.scatter_nd(tf.reshape(row_splits[1:-1], [-1, 1]), tf.ones_like(row_splits[1:-1]),
-                          tf.reshape(num_values + 1, [1]))
-    return tf.cumsum(bumps)[:-1]
-

@@ -5,7 +5,7 @@ import pytest
 
 from official_bert.data.conll import read_conll
 from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces, word_predictions
-from official_bert.models.token_classifier import IGNORE_LABEL
+from official_bert.labels import IGNORE_LABEL
 from official_bert.text import BertTokenizer
 
 SPECIAL = {"start_of_sequence_id": 101, "end_of_segment_id": 102, "padding_id": 0}

@@ -20,12 +20,14 @@ def tiny_bert_config(max_position_embeddings=64):
 
 
 def write_model_dir(path, model, task_info, vocab_file, seq_length):
-    """A model_dir as `tasks.common.prepare_model_dir` + `fit_and_save` leave it."""
-    from official_bert.training import write_json
+    """A model_dir as `official_bert.runner` leaves it (the kind follows from task_info's "task")."""
+    from official_bert import model_dir as model_dirs
 
+    kind = {"ner": model_dirs.TAGGING, "squad": model_dirs.SQUAD, "pretraining": model_dirs.PRETRAINING}.get(
+        task_info["task"], model_dirs.CLASSIFICATION)
     path.mkdir(parents=True)
-    write_json(str(path / "task.json"), {**task_info, "max_seq_length": seq_length, "do_lower_case": True})
-    write_json(str(path / "bert_config.json"), model.encoder.config.to_dict())
+    model_dirs.write_task_info(str(path), kind, {**task_info, "max_seq_length": seq_length, "do_lower_case": True})
+    model_dirs.write_json(str(path / "bert_config.json"), model.encoder.config.to_dict())
     shutil.copy(vocab_file, path / "vocab.txt")
     model.save_weights(str(path / "model.weights.h5"))
     return path

@@ -30,10 +30,9 @@ def _classifier_dir(path, task_info, num_outputs, vocab_file, seed):
 
 
 def _packed(vocab_file, texts, seq_length):
-    from official_bert.data.classification_dataset import TextPairPacker
-    from official_bert.text import BertTokenizer
+    from official_bert.text import TextPreprocessor
 
-    return TextPairPacker(BertTokenizer(vocab_file=vocab_file), seq_length)(tf.constant(texts))
+    return TextPreprocessor(vocab_file, True, seq_length).pack([tf.constant(texts)])[0]
 
 
 def test_single_sentence_classifier_takes_text_only(tmp_path, vocab_file):
@@ -105,10 +104,9 @@ def test_regression_gives_a_score(tmp_path, vocab_file):
     first, second = SST2_TEXTS[:2], SST2_TEXTS[2:]
     out = module.serving_default(tf.constant(first), tf.constant(second))
     assert set(out) == {"score", "truncated"}
-    from official_bert.data.classification_dataset import TextPairPacker
-    from official_bert.text import BertTokenizer
+    from official_bert.text import TextPreprocessor
 
-    inputs = TextPairPacker(BertTokenizer(vocab_file=vocab_file), 24)(tf.constant(first), tf.constant(second))
+    inputs, _ = TextPreprocessor(vocab_file, True, 24).pack([tf.constant(first), tf.constant(second)])
     np.testing.assert_allclose(out["score"].numpy(), model(inputs, training=False).numpy()[:, 0], atol=1e-5)
 
 
@@ -125,7 +123,7 @@ def test_model_dir_errors_name_the_problem(tmp_path, vocab_file):
 
 
 def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
-    from official_bert.models.entity_tagger import EntityTagger
+    from official_bert.pipelines import EntityTagger
 
     base = tmp_path / "model"
     base.mkdir()

@@ -124,13 +124,12 @@ def _fresh_process_outputs(tmp_path, models):
 
 @pytest.fixture(scope="module")
 def fresh_outputs(exports, classifier_dir, mrpc_pairs, conll_texts, tmp_path_factory):
-    from official_bert.data.classification_dataset import TextPairPacker
-    from official_bert.text import BertTokenizer
+    from official_bert.text import TextPreprocessor
 
-    tokenizer = BertTokenizer(vocab_file=str(classifier_dir / "vocab.txt"))
+    vocab_file = classifier_dir / "vocab.txt"
     first, second = mrpc_pairs
-    pair_tokens = TextPairPacker(tokenizer, 64)(tf.constant(first), tf.constant(second))
-    ner_tokens = TextPairPacker(tokenizer, 48)(tf.constant(conll_texts))
+    pair_tokens, _ = TextPreprocessor(vocab_file, True, 64).pack([tf.constant(first), tf.constant(second)])
+    ner_tokens, _ = TextPreprocessor(vocab_file, True, 48).pack([tf.constant(conll_texts)])
     tmp = tmp_path_factory.mktemp("fresh")
     models = {
         "classifier": {"dir": exports["classifier"], "texts": {"text": first, "text_b": second},
@@ -179,7 +178,7 @@ def test_classifier_answers_equal_the_python_model(fresh_outputs, classifier_dir
 
 
 def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, ner_dir, conll_texts):
-    from official_bert.models.entity_tagger import EntityTagger
+    from official_bert.pipelines import EntityTagger
 
     outputs, _, tokens = fresh_outputs
     out = outputs["tagger"]

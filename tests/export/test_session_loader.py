@@ -78,7 +78,7 @@ def test_every_warmup_request_and_raw_text_is_answered_as_tf_saved_model_load_an
     assert session_keys == sorted(k.replace("/eager/", "/session/") for k in outputs if "/eager/" in k)
     for request in range(4):
         assert any(k.startswith(f"{request}/") for k in session_keys)  # every request gave outputs
-    assert outputs[f"3/serving_default/session/truncated"].shape == (len(RAW_TEXTS),)
+    assert outputs["3/serving_default/session/truncated"].shape == (len(RAW_TEXTS),)
     for key in session_keys:
         session, eager = outputs[key], outputs[key.replace("/session/", "/eager/")]
         assert session.dtype == eager.dtype and session.shape == eager.shape, key

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.tagger_module import O, chunk_ends, chunk_starts, row_ids, tag_tables
+from export.tagger_module import O, chunk_ends, chunk_starts, tag_tables
 from official_bert.metrics.tagging import get_entities
 
 LABELS = ["O", "B-PER", "I-PER", "E-PER", "S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC", "B-MISC", "I-MISC"]
@@ -42,8 +42,3 @@ def test_labels_that_are_not_entity_tags_are_an_error_naming_them():
     with pytest.raises(ValueError, match=r"label 1 \('PER'\) is not an entity tag"):
         tag_tables(["O", "PER"])
 
-
-def test_row_ids_with_empty_rows():
-    splits = tf.constant([0, 0, 2, 2, 5, 5], tf.int64)
-    np.testing.assert_array_equal(row_ids(splits, tf.constant(5, tf.int64)).numpy(), [1, 1, 3, 3, 3])
-    assert row_ids(tf.constant([0], tf.int64), tf.constant(0, tf.int64)).shape == (0,)

@@ -43,7 +43,7 @@ def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite)
 
 
 def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ner_dir):
-    from export.preprocessing import TextPreprocessor
+    from official_bert.text import TextPreprocessor
 
     model = tflite.convert(exports["tagger"], "serving_default", "none")
     lite = tflite.interpreter(model).get_signature_runner("serving_default")(text=np.array(TEXTS, object))

@@ -1,15 +1,13 @@
 """BertSpanLabeler: outputs, head names, config round trip, and logits and loss equal to Hugging Face
 BertForQuestionAnswering."""
 
-import warnings
-
 import keras
 import numpy as np
 import pytest
 
 from official_bert import BertEncoder
-from official_bert.checkpoints import load_task_weights, save_encoder
-from official_bert.models import BertSpanLabeler, span_labeling_loss
+from official_bert.checkpoints import head_specs, load_task_weights, save_encoder
+from official_bert.models import BertSpanLabeler
 
 
 def _inputs(batch, seq, pad_from=None, vocab=100, seed=0):
@@ -34,28 +32,6 @@ def test_start_and_end_logits_per_token_in_float32_even_under_mixed_precision(ti
         assert all(v.dtype == "float32" for v in mixed(_inputs(2, 7)).values())
     finally:
         keras.mixed_precision.set_global_policy("float32")
-
-
-def test_head_specs_in_both_formats(tiny_config):
-    model = BertSpanLabeler(BertEncoder(tiny_config))
-    kernel, bias = model.head_specs()
-    assert (kernel.hf_name, kernel.stored_shape("hf")) == ("qa_outputs.weight", (2, 32))
-    assert (kernel.google_name, kernel.stored_shape("google")) == ("cls/squad/output_weights", (2, 32))
-    assert (bias.hf_name, bias.google_name, bias.stored_shape("google")) == ("qa_outputs.bias", "cls/squad/output_bias",
-                                                                              (2,))
-    assert len(model.checkpoint_specs()) == len(model.encoder.weights) + 2
-
-
-def test_pooler_is_frozen_so_training_warns_of_no_missing_gradients(tiny_config):
-    model = BertSpanLabeler(BertEncoder(tiny_config))
-    pooler = {id(w) for w in model.encoder.pooler.weights}
-    assert not pooler & {id(w) for w in model.trainable_weights}
-    assert pooler <= {id(w) for w in model.weights}  # still saved
-    model.compile(optimizer="adam", **span_labeling_loss())
-    labels = {"start_logits": np.array([1, 2]), "end_logits": np.array([3, 4])}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        model.fit(_inputs(2, 7), labels, epochs=1, verbose=0)
 
 
 def test_get_config_and_keras_file_round_trip(tiny_config, tmp_path):
@@ -84,7 +60,7 @@ def test_loads_hugging_face_bert_for_question_answering_and_matches_its_logits_a
     torch, reference = _hf_reference(tiny_config, tmp_path)
     model = BertSpanLabeler(BertEncoder(tiny_config))
     # HF's BertForQuestionAnswering has no pooler; ours keeps its own.
-    assert load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+    assert load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
     x = _inputs(3, 10, pad_from=8)
     starts, ends = np.array([0, 3, 7]), np.array([0, 5, 7])
     with torch.no_grad():
@@ -95,7 +71,7 @@ def test_loads_hugging_face_bert_for_question_answering_and_matches_its_logits_a
     np.testing.assert_allclose(np.asarray(outputs["start_logits"]), expected.start_logits.numpy(), atol=1e-5)
     np.testing.assert_allclose(np.asarray(outputs["end_logits"]), expected.end_logits.numpy(), atol=1e-5)
 
-    model.compile(**span_labeling_loss())
+    model.compile()  # loss="auto": the mean of the start and end cross-entropies
     loss = model.evaluate(x, {"start_logits": starts, "end_logits": ends}, batch_size=3, verbose=0, return_dict=True)
     assert loss["loss"] == pytest.approx(float(expected.loss), rel=1e-5)
 
@@ -104,7 +80,7 @@ def test_loads_an_encoder_checkpoint_with_a_fresh_head(tiny_config, tmp_path):
     source = BertEncoder(tiny_config)
     save_encoder(source, tmp_path)
     model = BertSpanLabeler(BertEncoder(tiny_config))
-    assert not load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+    assert not load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
     np.testing.assert_array_equal(model.encoder.pooler.kernel.numpy(), source.pooler.kernel.numpy())
 
 
@@ -117,7 +93,7 @@ def test_head_of_the_wrong_shape_is_an_error_naming_it(tiny_config, tmp_path):
     save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
     model = BertSpanLabeler(BertEncoder(tiny_config))
     with pytest.raises(ValueError, match=r"'qa_outputs.weight' has shape \(3, 32\), expected \(2, 32\)"):
-        load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+        load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
 
 
 def test_fine_tuning_steps_equal_hugging_face_with_torch_adamw(tiny_config, tmp_path):
@@ -131,10 +107,9 @@ def test_fine_tuning_steps_equal_hugging_face_with_torch_adamw(tiny_config, tmp_
     torch, reference = _hf_reference(config, tmp_path)
     transformers = pytest.importorskip("transformers")
     model = BertSpanLabeler(BertEncoder(config))
-    assert load_task_weights(model.encoder, model.head_specs(), str(tmp_path), optional_pooler=True)
+    assert load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
     steps, learning_rate = 6, 1e-3
-    model.compile(optimizer=create_optimizer(learning_rate, steps, 1, epsilon=1e-8), jit_compile=False,
-                  **span_labeling_loss())
+    model.compile(optimizer=create_optimizer(learning_rate, steps, 1, epsilon=1e-8), jit_compile=False)
     named = list(reference.named_parameters())
     no_decay = [p for n, p in named if n.endswith("bias") or "LayerNorm" in n]
     optimizer = torch.optim.AdamW([{"params": [p for n, p in named if not (n.endswith("bias") or "LayerNorm" in n)],

@@ -61,7 +61,7 @@ def test_cli_two_workers_matches_one_process_and_the_recipe(corpus, vocab_file, 
     assert local["documents"] == 300 and local["statistics"].counts["document_passes"] == 600
 
     # The recipe, measured on the records as run_pretraining reads them.
-    from official_bert.text.tokenizer import load_vocab
+    from official_bert.text.vocab import load_vocab
 
     vocab = MaskingVocab.from_tokens(load_vocab(vocab_file))
     stats = MaskingStatistics(vocab, 0.15, 20)

@@ -1,8 +1,10 @@
 """tasks.run_classifier end to end through the CLI, with a tiny model: train, evaluate, predict, resume."""
 
 import json
+import os
 import pathlib
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -113,3 +115,38 @@ def test_regression_with_mirrored_strategy_and_bfloat16(tiny_checkpoint, tmp_pat
     assert set(results) == {"pearson", "spearman", "num_examples"} and results["num_examples"] == 18
     assert -1.0 <= results["pearson"] <= 1.0
     assert json.loads((model_dir / "task.json").read_text())["num_classes"] == 1
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_mirrored_only_the_chief_writes(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "run"
+    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    processes = []
+    for index in range(2):
+        temp = tmp_path / f"tmp{index}"
+        temp.mkdir()
+        env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+        command = _command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+                           "--distribution_strategy=multi_worker_mirrored", "--do_predict")
+        processes.append(subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+    try:
+        outputs = [process.communicate(timeout=500)[0] for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    for process, output in zip(processes, outputs):
+        assert process.returncode == 0, output[-3000:]
+    for name in ("task.json", "checkpoints/ckpt-4.index", "model.weights.h5", "encoder/model.safetensors",
+                 "eval_results.json", "predictions/MRPC.tsv"):
+        assert (model_dir / name).is_file(), name
+    assert "eval results:" in outputs[0] and "eval results:" not in outputs[1]  # the chief reports
+    # The other worker wrote into a temporary directory of its own, and removed it.
+    assert not [p for p in (tmp_path / "tmp1").iterdir() if p.name.startswith("official_bert_worker_")]

@@ -125,7 +125,8 @@ def reference_runs(corpus, tmp_path_factory):
 
 def test_train_and_evaluate_outputs(reference_runs):
     from official_bert import BertConfig, BertEncoder
-    from official_bert.models.pretrainer import BertPretrainer, load_pretrainer_weights
+    from official_bert.checkpoints import load_pretrainer_weights
+    from official_bert.models.pretrainer import BertPretrainer
 
     base, log = reference_runs
     run = base / "one_device"
@@ -237,7 +238,7 @@ def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus,
                  "pretrainer/model.safetensors", "encoder/model.safetensors", "model.weights.h5"):
         assert (model_dir / name).is_file(), name
     assert json.loads((model_dir / "train_results.json").read_text())["steps"] == 4
-    assert not [p for p in (tmp_path / "tmp1").iterdir() if p.name.startswith("run_pretraining_worker_")]
+    assert not [p for p in (tmp_path / "tmp1").iterdir() if p.name.startswith("official_bert_worker_")]
 
 
 def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, tiny_checkpoint, tmp_path):

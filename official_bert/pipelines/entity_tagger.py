@@ -18,8 +18,6 @@ Examples:
 [['B-ORG', 'O', 'B-MISC', 'O']]
 """
 
-import json
-import os
 from typing import List, Sequence
 
 import numpy as np
@@ -27,7 +25,8 @@ import tensorflow as tf
 
 from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces, word_predictions
 from official_bert.metrics.tagging import get_entities
-from official_bert.text.tokenizer import SUFFIX_INDICATOR
+from official_bert.text import BertTokenizer
+from official_bert.text.vocab import is_suffix_piece
 
 
 class EntityTagger:
@@ -47,24 +46,18 @@ class EntityTagger:
         self.label_names = list(label_names)
         self.seq_length = seq_length
         self.batch_size = batch_size
-        vocab = tokenizer.get_vocab()
-        self._is_suffix = np.array([t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in vocab], bool)
+        self._is_suffix = is_suffix_piece(tokenizer.get_vocab())
 
     @classmethod
     def from_model_dir(cls, model_dir: str, batch_size: int = 64) -> "EntityTagger":
-        """Loads a `tasks.run_ner` model_dir (`task.json`, `bert_config.json`, `vocab.txt`, `model.weights.h5`)."""
-        from official_bert.config import BertConfig
-        from official_bert.models.encoder import BertEncoder
-        from official_bert.models.token_classifier import BertTokenClassifier
-        from official_bert.text import BertTokenizer
+        """Loads a `tasks.run_ner` model_dir (through `official_bert.model_dir`)."""
+        from official_bert.model_dir import TAGGING, load_model_dir
 
-        with open(os.path.join(model_dir, "task.json"), encoding="utf-8") as f:
-            task = json.load(f)
-        config = BertConfig.from_json_file(os.path.join(model_dir, "bert_config.json"))
-        model = BertTokenClassifier(BertEncoder(config), len(task["label_names"]))
-        model.load_weights(os.path.join(model_dir, "model.weights.h5"))
-        tokenizer = BertTokenizer(vocab_file=os.path.join(model_dir, "vocab.txt"), lower_case=task["do_lower_case"])
-        return cls(model, tokenizer, task["label_names"], task["max_seq_length"], batch_size)
+        loaded = load_model_dir(model_dir)
+        if loaded.kind != TAGGING:
+            raise ValueError(f"{model_dir}: a {loaded.kind} model_dir; the entity tagger needs a tasks.run_ner one")
+        tokenizer = BertTokenizer(vocab_file=loaded.vocab_file, lower_case=loaded.lower_case)
+        return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size)
 
     def _predict(self, pieces) -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())

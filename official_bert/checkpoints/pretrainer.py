@@ -1,0 +1,63 @@
+"""Loads a `BertPretrainer` (encoder and, where present, its heads) from Google or Hugging Face checkpoints, and
+writes Hugging Face `BertForPreTraining` directories."""
+
+import logging
+
+from official_bert.checkpoints.heads import head_specs, masked_lm_specs, next_sentence_specs
+from official_bert.checkpoints.loading import load_task_weights, restore, write_hf_directory
+from official_bert.checkpoints.readers import open_checkpoint
+from official_bert.checkpoints.weight_map import encoder_specs
+
+logger = logging.getLogger(__name__)
+
+# Hugging Face names of the masked-LM output bias: transformers saves `cls.predictions.bias`; older exports
+# hold (also, or only) the tied `cls.predictions.decoder.bias`.
+_HF_MLM_BIAS_NAMES = ("cls.predictions.bias", "cls.predictions.decoder.bias")
+
+
+def load_pretrainer_weights(pretrainer, path):
+    """Loads a `BertPretrainer`'s encoder and, where the checkpoint has them, its heads.
+
+    The encoder must load completely. Each head (masked LM, next sentence) loads only if all its variables are in
+    the checkpoint; otherwise it keeps its fresh initialisation and a note is logged (all-MiniLM-L6-v2, a
+    `BertModel`, has neither; a `BertForMaskedLM` has no NSP head, and no pooler, which then starts fresh too).
+    A head present with a wrong shape is an error.
+
+    Args:
+        pretrainer: a `BertPretrainer`.
+        path: a Hugging Face directory (`BertForPreTraining`, `BertForMaskedLM` or `BertModel`), a Google
+            directory or checkpoint prefix (`bert/*`, `cls/*`), or a `save_pretrainer` directory.
+    Returns: dict `{"masked_lm": loaded?, "next_sentence": loaded?}`.
+    """
+    reader = open_checkpoint(path)
+    bias_name = _HF_MLM_BIAS_NAMES[0]
+    if reader.format == "hf":
+        bias_name = next((name for name in _HF_MLM_BIAS_NAMES if name in reader), bias_name)
+    nsp_specs = next_sentence_specs(pretrainer)
+    has_nsp = all(spec.name(reader.format) in reader for spec in nsp_specs)
+    # Without the NSP head the pooler (its only user) may be missing too, as in HF's BertForMaskedLM.
+    loaded = {"masked_lm": load_task_weights(pretrainer.encoder, masked_lm_specs(pretrainer, bias_name), path,
+                                             optional_pooler=not has_nsp),
+              "next_sentence": has_nsp}
+    if has_nsp:
+        restore(nsp_specs, reader)
+    else:
+        logger.info("%s: no next-sentence head in the checkpoint; it starts from a fresh initialisation",
+                    reader.path)
+    return loaded
+
+
+def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
+    """Writes a Hugging Face `BertForPreTraining` directory (`config.json` + `model.safetensors`, encoder weights
+    under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load.
+
+    Args:
+        pretrainer: a `BertPretrainer`.
+        path: output directory (created).
+        vocab_file: copied in as `vocab.txt` when given.
+        overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
+    """
+    tensors = {f"bert.{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
+    tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(pretrainer)})
+    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": ["BertForPreTraining"]}
+    return write_hf_directory(path, tensors, config, vocab_file, overwrite)

@@ -1,0 +1,201 @@
+"""The model_dir contract: what a training run leaves, and the one way to read it back.
+
+A model_dir holds `task.json` (this module's: the kind of model, the task's facts, the sequence length and
+the casing, with a schema version), `bert_config.json`, `vocab.txt`, `model.weights.h5` (the whole task model,
+Keras) and `encoder/` (the encoder as a Hugging Face directory, with its casing in `tokenizer_config.json`).
+Training writes it (`official_bert.runner`, `tasks.run_pretraining`); export, the entity tagger, the benchmarks
+and `--init_checkpoint=<model_dir>` read it through `load_model_dir` / `read_task_info` /
+`resolve_init_checkpoint`.
+
+Examples:
+
+>>> loaded = load_model_dir("out/mrpc")
+>>> loaded.kind, loaded.info["label_names"], loaded.lower_case
+('classification', ['0', '1'], True)
+"""
+
+import dataclasses
+import json
+import os
+
+TASK_FILE = "task.json"
+WEIGHTS_FILE = "model.weights.h5"
+CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+ENCODER_DIR = "encoder"
+PRETRAINER_DIR = "pretrainer"
+# 1: no "schema_version" or "kind" field (written before this module); 2: both.
+SCHEMA_VERSION = 2
+
+CLASSIFICATION, TAGGING, SQUAD, PRETRAINING = "classification", "tagging", "squad", "pretraining"
+KINDS = (CLASSIFICATION, TAGGING, SQUAD, PRETRAINING)
+# task.json "task" of the kinds with one task name; every other name of a schema-1 file is a GLUE task.
+_TASK_NAMES = {"ner": TAGGING, "squad": SQUAD, "pretraining": PRETRAINING}
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def write_json(path, values):
+    """Writes `values` as indented JSON (creating the directory)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(values, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def is_model_dir(path):
+    """Whether `path` is a model_dir of ours (it has a task.json)."""
+    return bool(path) and os.path.isfile(os.path.join(path, TASK_FILE))
+
+
+def read_task_info(model_dir):
+    """The model_dir's task.json, upgraded to the current schema (with "kind").
+
+    Raises:
+        FileNotFoundError: no task.json.
+        ValueError: a newer or unknown schema version, an unknown kind, or a field the kind needs is missing;
+            the message names the file and the field.
+    """
+    path = os.path.join(model_dir, TASK_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{model_dir}: no {TASK_FILE}; not a model_dir of official-bert's tasks")
+    info = _read_json(path)
+    version = info.get("schema_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"{path}: field 'schema_version' must be a positive integer, got {version!r}")
+    if version > SCHEMA_VERSION:
+        raise ValueError(f"{path}: schema_version {version} was written by a newer official-bert (this one reads up "
+                         f"to {SCHEMA_VERSION}); upgrade official-bert")
+    if "task" not in info:
+        raise ValueError(f"{path}: field 'task' missing")
+    kind = info.get("kind") or _TASK_NAMES.get(info["task"], CLASSIFICATION)
+    if kind not in KINDS:
+        raise ValueError(f"{path}: field 'kind' is {kind!r}; expected one of {', '.join(KINDS)}")
+    required = ["max_seq_length", "do_lower_case"] + (["label_names"] if kind in (CLASSIFICATION, TAGGING) else [])
+    for field in required:
+        if field not in info:
+            raise ValueError(f"{path}: field '{field}' missing")
+    return {**info, "kind": kind, "schema_version": SCHEMA_VERSION}
+
+
+def write_task_info(model_dir, kind, info):
+    """Writes task.json: `info` with the kind and schema version.
+
+    Args:
+        model_dir: the run directory (created).
+        kind: one of `KINDS`.
+        info: the task's fields (`task`, `max_seq_length`, `do_lower_case`, labels, ...).
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    write_json(os.path.join(model_dir, TASK_FILE), {**info, "kind": kind, "schema_version": SCHEMA_VERSION})
+
+
+def check_same_run(model_dir, kind, info):
+    """Refuses a model_dir written by a run of another task or shape, so a resume never mixes two runs.
+
+    Raises:
+        ValueError: naming the first field that differs and both values.
+    """
+    if not is_model_dir(model_dir):
+        return
+    previous = read_task_info(model_dir)
+    path = os.path.join(model_dir, TASK_FILE)
+    for key, value in {"kind": kind, **info}.items():
+        if previous.get(key) != value:
+            raise ValueError(f"{path}: field '{key}' is {previous.get(key)!r} from an earlier run, but this run has "
+                             f"{value!r}; use another --model_dir")
+
+
+def resolve_init_checkpoint(path, heads=ENCODER_DIR):
+    """A model_dir of ours points to its `encoder/` (or, with heads="pretrainer", its `pretrainer/` when there is
+    one); other paths pass through."""
+    if not is_model_dir(path):
+        return path
+    if heads == PRETRAINER_DIR and os.path.isfile(os.path.join(path, PRETRAINER_DIR, "model.safetensors")):
+        return os.path.join(path, PRETRAINER_DIR)
+    return os.path.join(path, ENCODER_DIR)
+
+
+def write_tokenizer_config(directory, lower_case):
+    """`tokenizer_config.json` with the casing, so a Hugging Face directory we write carries it (our
+    `find_vocab` and transformers' `BertTokenizer` read `do_lower_case` there)."""
+    write_json(os.path.join(directory, "tokenizer_config.json"),
+               {"do_lower_case": bool(lower_case), "tokenizer_class": "BertTokenizer"})
+
+
+def build_task_model(kind, config, info):
+    """The untrained task model of a kind, shaped by the task's facts.
+
+    Args:
+        kind: one of `KINDS`.
+        config: the `BertConfig`.
+        info: task.json's fields (`num_classes` / `is_regression` / `label_names`).
+    """
+    from official_bert.models.encoder import BertEncoder
+
+    encoder = BertEncoder(config)
+    if kind == CLASSIFICATION:
+        from official_bert.models.classifier import BertClassifier
+
+        num_outputs = 1 if info.get("is_regression") else len(info["label_names"])
+        return BertClassifier(encoder, info.get("num_classes", num_outputs))
+    if kind == TAGGING:
+        from official_bert.models.token_classifier import BertTokenClassifier
+
+        return BertTokenClassifier(encoder, len(info["label_names"]))
+    if kind == SQUAD:
+        from official_bert.models.span_labeler import BertSpanLabeler
+
+        return BertSpanLabeler(encoder)
+    from official_bert.models.pretrainer import BertPretrainer
+
+    return BertPretrainer(encoder)
+
+
+@dataclasses.dataclass
+class LoadedModelDir:
+    """A model_dir read back.
+
+    Attributes:
+        kind: one of `KINDS`.
+        info: task.json (current schema).
+        config: the `BertConfig`.
+        model: the task model with its trained weights.
+        vocab_file: the model_dir's `vocab.txt`.
+        lower_case: the casing it was trained with.
+        max_seq_length: the training sequence length.
+    """
+    kind: str
+    info: dict
+    config: object
+    model: object
+    vocab_file: str
+    lower_case: bool
+    max_seq_length: int
+
+
+def load_model_dir(model_dir):
+    """Reads a finished model_dir back into its task model (under the current Keras dtype policy).
+
+    Raises:
+        FileNotFoundError: the directory, or a file a finished run leaves there, is missing (named).
+        ValueError: see `read_task_info`.
+    """
+    from official_bert.config import BertConfig
+
+    if not os.path.isdir(model_dir):
+        raise FileNotFoundError(f"model_dir not found: {model_dir}")
+    info = read_task_info(model_dir)
+    for name in (CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            raise FileNotFoundError(f"{model_dir}: no {name}; use a model_dir whose training finished")
+    config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
+    model = build_task_model(info["kind"], config, info)
+    model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
+    return LoadedModelDir(kind=info["kind"], info=info, config=config, model=model,
+                          vocab_file=os.path.join(model_dir, VOCAB_FILE), lower_case=bool(info["do_lower_case"]),
+                          max_seq_length=int(info["max_seq_length"]))

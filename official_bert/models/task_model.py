@@ -1,0 +1,52 @@
+"""TaskModel: the base of the fine-tuning models (classifier, token classifier, span labeler).
+
+One loss convention for all of them, keras-hub's: `compile(loss="auto", metrics="auto")` fills in the model's
+own `default_loss()` and `default_metrics()`; pass a loss or metrics to override them. (`BertPretrainer` computes
+its two-part loss in `compute_loss` instead.)
+"""
+
+import keras
+
+from official_bert.models.distribution import reducible_across_workers
+
+
+class TaskModel(keras.Model):
+    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy."""
+
+    def default_loss(self):
+        """The loss `compile(loss="auto")` uses."""
+        raise NotImplementedError
+
+    def default_loss_weights(self):
+        """The `loss_weights` that go with the default loss of a model with several outputs (default: none)."""
+        return None
+
+    def default_metrics(self):
+        """The metrics `compile(metrics="auto")` uses (default: none)."""
+        return None
+
+    def compile(self, optimizer="adam", loss="auto", metrics="auto", **kwargs):
+        """`keras.Model.compile`, with "auto" meaning the model's own loss (and its loss weights) and metrics."""
+        if loss == "auto":
+            loss = self.default_loss()
+            kwargs.setdefault("loss_weights", self.default_loss_weights())
+        super().compile(optimizer=optimizer, loss=loss, metrics=self.default_metrics() if metrics == "auto" else metrics,
+                        **kwargs)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return reducible_across_workers(super().compute_metrics(x, y, y_pred, sample_weight))
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras (3.15, TF backend) builds the compiled loss and metrics from a sample batch that it first
+        # `strategy.reduce`s across replicas; under MultiWorkerMirroredStrategy that reduce fails on a dict of
+        # inputs. Only the batch's shapes and dtypes matter: this replica's share gives them.
+        if iterator is not None and data_batch is None and self._distribute_strategy is not None:
+            import tensorflow as tf
+
+            for _, _, batches in iterator:
+                local = self.distribute_strategy.experimental_local_results
+                data_batch = keras.tree.map_structure(
+                    lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(batches))
+                break
+            iterator = None
+        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)

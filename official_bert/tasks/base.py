@@ -1,0 +1,75 @@
+"""Task: what a fine-tuning task supplies to the runner; the runner (`official_bert.runner.run`) does the rest.
+
+A task is plain Python: its constructor takes the task's own settings (data files, label scheme, answer
+lengths, ...); the runner passes it the shared `RunConfig` and, once the model_dir is set up, a `RunContext`
+(the BERT config, vocab, casing, tokenizer and where to write). No registry: a CLI builds its task and calls
+`run(task, config)`.
+"""
+
+
+class Task:
+    """Base class of the task objects.
+
+    Attributes:
+        kind: the model_dir kind (`official_bert.model_dir.KINDS`): which model serves it and which export
+            module (`export.saved_model`) serves the model_dir.
+        uses_pooler: False when the task's head ignores the pooler, so a checkpoint without one loads.
+    """
+
+    kind = None
+    uses_pooler = True
+
+    def validate(self, config):
+        """Checks the task's settings against the run's (`RunConfig`); raises ValueError naming the flag.
+        Called before anything is read or written."""
+
+    def read_data(self, config):
+        """Reads (and keeps) every split the run needs, so a bad file fails before anything is written.
+
+        Raises:
+            ValueError: a split to train on is empty, or a file is malformed (named).
+        """
+        raise NotImplementedError
+
+    def task_info(self):
+        """The task's facts for task.json (name, labels, ...), besides the sequence length and casing."""
+        raise NotImplementedError
+
+    def run_settings(self):
+        """Settings recorded in task.json that a later run into the same model_dir may change (e.g. SQuAD's
+        answer lengths and null-score threshold, which export reads); default none."""
+        return {}
+
+    def build_model(self, bert_config):
+        """The untrained task model of the kind (a Keras model with an `encoder` attribute)."""
+        from official_bert import model_dir
+
+        return model_dir.build_task_model(self.kind, bert_config, self.task_info())
+
+    def load_initial_weights(self, model, checkpoint):
+        """Loads the encoder (and the head when `checkpoint` has it) from a checkpoint directory; returns
+        whether the head was loaded."""
+        from official_bert.checkpoints import load_task_weights
+        from official_bert.checkpoints.heads import head_specs
+
+        return load_task_weights(model.encoder, head_specs(model), checkpoint, optional_pooler=not self.uses_pooler)
+
+    def train_dataset(self, context):
+        """`(num_examples, make_dataset)`: the training examples (windows) of one epoch, and
+        `make_dataset(batch_size) -> tf.data.Dataset`, the infinite, deterministic stream of training batches
+        (shuffled with the run's seed; the runner skips what a resumed run has trained, and under multi-worker
+        training gives each worker its share of every global batch)."""
+        raise NotImplementedError
+
+    def evaluate(self, model, context):
+        """The evaluation results (a JSON-able dict), or None when there is nothing to evaluate."""
+        raise NotImplementedError
+
+    def describe_results(self, results):
+        """One line for the user: the headline figures of `evaluate`'s results."""
+        return "eval results: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                                            for k, v in sorted(results.items()) if not isinstance(v, (dict, list)))
+
+    def predict(self, model, context):
+        """Writes the task's prediction files into `context.out_dir`."""
+        raise NotImplementedError

@@ -1,0 +1,118 @@
+"""ClassificationTask: a GLUE task (classification or regression) for the runner."""
+
+import logging
+import os
+
+import numpy as np
+
+from official_bert import model_dir as model_dirs
+from official_bert.tasks.base import Task
+
+logger = logging.getLogger(__name__)
+
+# GLUE submission file names for tasks whose split names differ from the task name.
+_SUBMISSION_NAMES = {"test_matched": "MNLI-m", "test_mismatched": "MNLI-mm"}
+
+
+class ClassificationTask(Task):
+    """Sequence classification (or regression, STS-B) of a GLUE task.
+
+    Args:
+        task: the GLUE task name (`official_bert.data.glue_tasks.GLUE_TASKS`).
+        data_dir: the task's GLUE TSV files; None: tensorflow-datasets `glue/<task>`.
+        tfds_data_dir: TFDS's data directory (None: its default).
+        download: without data_dir, download and prepare the TFDS dataset when it is not prepared.
+        skip_bad_rows: skip (and count) malformed TSV rows instead of failing.
+    """
+
+    kind = model_dirs.CLASSIFICATION
+
+    def __init__(self, task, data_dir=None, tfds_data_dir=None, download=False, skip_bad_rows=False):
+        from official_bert.data.glue_tasks import get_glue_task
+
+        self.glue_task = get_glue_task(task)
+        self.data_dir = data_dir
+        self.tfds_data_dir = tfds_data_dir
+        self.download = download
+        self.skip_bad_rows = skip_bad_rows
+        self._splits = {}
+
+    def read_split(self, split):
+        """One split's `GlueExamples` (read once)."""
+        from official_bert.data.glue import glue_file_path, load_tfds_glue, read_glue_tsv
+
+        if split not in self._splits:
+            task = self.glue_task
+            if self.data_dir:
+                self._splits[split] = read_glue_tsv(task, glue_file_path(task, self.data_dir, split), split,
+                                                    skip_bad_rows=self.skip_bad_rows)
+            else:
+                self._splits[split] = load_tfds_glue(task, split, data_dir=self.tfds_data_dir, download=self.download)
+        return self._splits[split]
+
+    def read_data(self, config):
+        splits = (["train"] if config.do_train else []) + (list(self.glue_task.eval_splits) if config.do_eval else []) \
+            + (list(self.glue_task.test_splits) if config.do_predict else [])
+        for split in splits:
+            self.read_split(split)
+
+    def task_info(self):
+        task = self.glue_task
+        return {"task": task.name, "label_names": list(task.label_names), "is_regression": task.is_regression,
+                "num_classes": task.num_classes}
+
+    def _packer(self, context):
+        from official_bert.text.preprocessor import TextPreprocessor
+
+        return TextPreprocessor(context.vocab_file, context.lower_case, context.config.max_seq_length)
+
+    def train_dataset(self, context):
+        from official_bert.data.classification_dataset import classification_dataset
+
+        train, packer, config = self.read_split("train"), self._packer(context), context.config
+
+        def make_dataset(batch_size):
+            return classification_dataset(train.text_a, train.text_b, train.labels, packer, batch_size,
+                                          is_training=True, seed=config.seed)
+
+        return len(train.text_a), make_dataset
+
+    def _predict(self, model, context, examples):
+        """Class indices (or scores for regression) for `examples`."""
+        from official_bert.data.classification_dataset import classification_dataset
+
+        dataset = classification_dataset(examples.text_a, examples.text_b, None, self._packer(context),
+                                         context.config.eval_batch_size, is_training=False)
+        logits = model.predict(dataset, verbose=0)  # (examples, num_classes)
+        return logits[:, 0] if logits.shape[-1] == 1 else np.argmax(logits, axis=-1)
+
+    def evaluate(self, model, context):
+        """Metrics on every dev split; MNLI's mismatched ones get a `_mismatched` suffix."""
+        from official_bert.metrics.glue import glue_metrics
+
+        if not self.glue_task.eval_splits:
+            return None
+        results = {}
+        for split in self.glue_task.eval_splits:
+            examples = self.read_split(split)
+            metrics = glue_metrics(self.glue_task.metric_names, np.asarray(examples.labels),
+                                   self._predict(model, context, examples))
+            suffix = "_mismatched" if split == "dev_mismatched" else ""
+            results.update({f"{k}{suffix}": float(v) for k, v in metrics.items()})
+            results[f"num_examples{suffix}"] = len(examples.text_a)
+        return results
+
+    def predict(self, model, context):
+        """GLUE submission TSVs (`index`, `prediction`) for every test split, in `predictions/`."""
+        task = self.glue_task
+        os.makedirs(os.path.join(context.out_dir, "predictions"), exist_ok=True)
+        for split in task.test_splits:
+            examples = self.read_split(split)
+            predictions = self._predict(model, context, examples)
+            path = os.path.join(context.out_dir, "predictions", f"{_SUBMISSION_NAMES.get(split, task.name)}.tsv")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("index\tprediction\n")
+                for index, prediction in zip(examples.ids, predictions):
+                    value = f"{prediction:.3f}" if task.is_regression else task.label_names[int(prediction)]
+                    f.write(f"{index}\t{value}\n")
+            logger.info("Wrote %d predictions to %s", len(predictions), path)

@@ -1,0 +1,125 @@
+"""TaggingTask: named-entity recognition on CoNLL-format files (CoNLL-2003) for the runner."""
+
+import json
+import logging
+import os
+
+from official_bert import model_dir as model_dirs
+from official_bert.tasks.base import Task
+
+logger = logging.getLogger(__name__)
+
+
+class TaggingTask(Task):
+    """Token classification with IOB2 tags, scored by entity (conlleval's counting).
+
+    The label set is read from the training file ("O" first, then sorted; IOB1 converted to IOB2), or without
+    one (evaluation only) from the model_dir's task.json. Each word's first piece carries its label; sentences
+    longer than the sequence length are cut into windows of whole words and put back together.
+
+    Args:
+        data_dir: the CoNLL files (train.txt/valid.txt/test.txt, or eng.train/eng.testa/eng.testb).
+        tag_scheme: "iob2", or "iob1" (converted to IOB2).
+        eval_split: "test" or "valid": evaluated, and predicted with do_predict.
+        predict_text_file: with do_predict, a UTF-8 file of raw texts (one per line) whose entities go to
+            `predictions/<name>.jsonl`.
+    """
+
+    kind = model_dirs.TAGGING
+    uses_pooler = False  # HF token-classification checkpoints have none
+
+    def __init__(self, data_dir, tag_scheme="iob2", eval_split="test", predict_text_file=None):
+        self.data_dir = data_dir
+        self.tag_scheme = tag_scheme
+        self.eval_split = eval_split
+        self.predict_text_file = predict_text_file
+        self.train = self.examples = self.labels = None
+        self._predicted = None  # tags of the eval split, once computed
+
+    def validate(self, config):
+        if not self.data_dir:
+            raise ValueError("--data_dir is required")
+
+    def _read(self, split, label_set=None):
+        from official_bert.data.conll import conll_file_path, read_conll
+
+        return read_conll(conll_file_path(self.data_dir, split), self.tag_scheme, label_set=label_set)
+
+    def read_data(self, config):
+        from official_bert.data.conll import label_names
+
+        try:
+            self.train = self._read("train")
+            self.labels = label_names(self.train.tags)
+        except FileNotFoundError:
+            if config.do_train or not model_dirs.is_model_dir(config.model_dir):
+                raise
+            self.labels = model_dirs.read_task_info(config.model_dir)["label_names"]
+        if config.do_eval or config.do_predict:  # a tag outside the label set fails before training
+            self.examples = self._read(self.eval_split, label_set=self.labels)
+
+    def task_info(self):
+        return {"task": "ner", "label_names": self.labels, "num_labels": len(self.labels)}
+
+    def train_dataset(self, context):
+        from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces
+
+        config, tokenizer = context.config, context.tokenizer
+        label_ids = {tag: i for i, tag in enumerate(self.labels)}
+        windows = build_windows(word_pieces(tokenizer, self.train.words), config.max_seq_length,
+                                tokenizer.get_special_tokens_dict(),
+                                labels=[[label_ids[t] for t in tags] for tags in self.train.tags])
+        logger.info("%d training sentences make %d windows", len(self.train), len(windows))
+
+        def make_dataset(batch_size):
+            return tagging_dataset(windows, batch_size, is_training=True, seed=config.seed)
+
+        return len(windows), make_dataset
+
+    def _tagger(self, model, context):
+        from official_bert.pipelines.entity_tagger import EntityTagger
+
+        return EntityTagger(model, context.tokenizer, self.labels, context.config.max_seq_length,
+                            context.config.eval_batch_size)
+
+    def _predicted_tags(self, tagger):
+        if self._predicted is None:
+            self._predicted = tagger.tag_words(self.examples.words)
+        return self._predicted
+
+    def evaluate(self, model, context):
+        from official_bert.metrics.tagging import entity_scores
+
+        predicted = self._predicted_tags(self._tagger(model, context))
+        return {"split": self.eval_split, "num_sentences": len(self.examples),
+                **entity_scores(self.examples.tags, predicted)}
+
+    def describe_results(self, results):
+        return (f"eval results ({results['split']}): precision={results['precision']:.4f} "
+                f"recall={results['recall']:.4f} f1={results['f1']:.4f}; "
+                + ", ".join(f"{t} f1={s['f1']:.4f}" for t, s in results["per_type"].items()))
+
+    def predict(self, model, context):
+        """`predictions/<split>.txt` (word, gold, predicted tag per line) and, with a predict_text_file,
+        `predictions/<name>.jsonl` (the entities of each line)."""
+        tagger = self._tagger(model, context)
+        path = os.path.join(context.out_dir, "predictions", f"{self.eval_split}.txt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        predicted = self._predicted_tags(tagger)
+        with open(path, "w", encoding="utf-8") as f:
+            for words, gold, tags in zip(self.examples.words, self.examples.tags, predicted):
+                f.writelines(f"{w} {g} {p}\n" for w, g, p in zip(words, gold, tags))
+                f.write("\n")
+        logger.info("Wrote %d predicted sentences to %s", len(predicted), path)
+        if self.predict_text_file:
+            self._write_text_predictions(tagger, context.out_dir)
+
+    def _write_text_predictions(self, tagger, out_dir):
+        with open(self.predict_text_file, encoding="utf-8") as f:
+            texts = [line.rstrip("\r\n") for line in f]
+        name = os.path.splitext(os.path.basename(self.predict_text_file))[0]
+        path = os.path.join(out_dir, "predictions", f"{name}.jsonl")
+        with open(path, "w", encoding="utf-8") as f:
+            for text, entities in zip(texts, tagger(texts)):
+                f.write(json.dumps({"text": text, "entities": entities}, ensure_ascii=False) + "\n")
+        logger.info("Wrote entities of %d texts to %s", len(texts), path)

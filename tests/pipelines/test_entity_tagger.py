@@ -1,0 +1,69 @@
+"""EntityTagger: character spans and windows on raw text, and loading a model_dir."""
+
+import json
+
+import numpy as np
+import pytest
+
+from official_bert import BertEncoder
+from official_bert.models.token_classifier import BertTokenClassifier
+from official_bert.pipelines import EntityTagger
+from official_bert.text import BertTokenizer
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "peter", "black", "##burn", "went", "to", "zurich", "!", "café",
+         "the", "of"]
+
+
+@pytest.fixture
+def always_b_per_tagger(tiny_config):
+    """A tagger whose head says B-PER for every token (zero kernel, biased): each word is one entity."""
+    model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=3)
+    model.head.kernel.assign(np.zeros(model.head.kernel.shape, np.float32))
+    model.head.bias.assign(np.array([0.0, 5.0, 0.0], np.float32))
+    return EntityTagger(model, BertTokenizer(vocab=VOCAB, lower_case=True), ["O", "B-PER", "I-PER"], seq_length=6)
+
+
+def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
+    texts = ["Peter  Blackburn went to Zürich!", "", "Café   of the  café"]
+    entities = always_b_per_tagger(texts)
+    assert [[e["text"] for e in row] for row in entities] == [
+        ["Peter", "Blackburn", "went", "to", "Zürich", "!"], [], ["Café", "of", "the", "café"]]
+    for text, row in zip(texts, entities):
+        for e in row:
+            assert text[e["start"]:e["end"]] == e["text"] and e["type"] == "PER"
+    # 6 words with seq_length 6 (4 pieces per window) need several windows; nothing is lost
+    assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
+
+
+def test_entity_spans_equal_hugging_face_word_offsets_around_deleted_characters(always_b_per_tagger):
+    # Zero-width space, BOM, direction mark, soft hyphen and (uncased) accents that the normalizer deletes
+    # belong to no entity unless inside it, as in Hugging Face `tokenizers`' offsets.
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {token: i for i, token in enumerate(VOCAB)}
+    reference = tokenizers.Tokenizer(tokenizers.models.WordPiece(vocab, unk_token="[UNK]"))
+    reference.normalizer = tokenizers.normalizers.BertNormalizer(lowercase=True)
+    reference.pre_tokenizer = tokenizers.pre_tokenizers.BertPreTokenizer()
+    texts = ["Peter\u200b Black\u200bburn\ufeff went to Zu\u0308rich\u200e!",
+             "\u200bcafe\u0301\u200b of the\u00ad caf\u00e9\u0301"]
+    for text, row in zip(texts, always_b_per_tagger(texts)):
+        encoding = reference.encode(text, add_special_tokens=False)
+        words = {}  # word index -> (start, end) over its pieces
+        for word, (start, end) in zip(encoding.word_ids, encoding.offsets):
+            words[word] = (words.get(word, (start, end))[0], end)
+        assert [(e["start"], e["end"]) for e in row] == [words[w] for w in sorted(words)]
+
+
+def test_from_model_dir(tiny_config, tmp_path):
+    model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=3)
+    model.save_weights(tmp_path / "model.weights.h5")
+    (tmp_path / "bert_config.json").write_text(json.dumps(tiny_config.to_dict()))
+    (tmp_path / "vocab.txt").write_text("\n".join(VOCAB + [f"x{i}" for i in range(100 - len(VOCAB))]) + "\n")
+    (tmp_path / "task.json").write_text(json.dumps({"task": "ner", "label_names": ["O", "B-PER", "I-PER"], "max_seq_length": 16,
+                                                    "do_lower_case": True}))
+    tagger = EntityTagger.from_model_dir(str(tmp_path))
+    assert tagger.seq_length == 16 and tagger.label_names == ["O", "B-PER", "I-PER"]
+    x = {"input_word_ids": np.array([[2, 4, 5, 6, 3]], np.int32), "input_mask": np.ones((1, 5), np.int32),
+         "input_type_ids": np.zeros((1, 5), np.int32)}
+    np.testing.assert_allclose(tagger.model(x), model(x), atol=1e-6)
+    tags = tagger.tag_words([["peter", "went"]])
+    assert len(tags[0]) == 2 and set(tags[0]) <= {"O", "B-PER", "I-PER"}

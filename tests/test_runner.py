@@ -1,0 +1,19 @@
+"""The runner runs a task in-process, from a RunConfig, with no flags."""
+
+import json
+
+from official_bert.runner import RunConfig, run
+from official_bert.tasks.classification import ClassificationTask
+
+
+def test_a_task_runs_in_process_and_writes_its_model_dir(shared_data, tiny_checkpoint, tmp_path):
+    config = RunConfig(model_dir=str(tmp_path / "mrpc"), init_checkpoint=str(tiny_checkpoint), max_seq_length=32,
+                       train_batch_size=8, eval_batch_size=128, num_train_steps=2, checkpoint_steps=1)
+    results = run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+    assert results == json.loads((tmp_path / "mrpc" / "eval_results.json").read_text())
+    assert results["num_examples"] == 408 and 0.0 <= results["accuracy"] <= 1.0
+    task = json.loads((tmp_path / "mrpc" / "task.json").read_text())
+    assert (task["kind"], task["task"], task["max_seq_length"]) == ("classification", "MRPC", 32)
+    assert json.loads((tmp_path / "mrpc" / "train_results.json").read_text())["steps"] == 2
+    # The same run again finds its training complete and evaluates the saved model: the same figures.
+    assert run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config) == results
