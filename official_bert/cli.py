@@ -1,5 +1,5 @@
 """How the entry points (`tasks/`, `export/`) run: absl's `app.run`, logging at INFO, one-line errors, and
-TensorFlow's native start-up lines kept off the console unless `--verbosity` is given.
+TensorFlow's native start-up lines and its own INFO lines kept off the console unless `--verbosity` is given.
 
 An entry point calls `quiet_native_logs()` before anything imports TensorFlow, and `run_main(main)` to run.
 """
@@ -59,12 +59,21 @@ def quiet_native_logs(argv=None):
     atexit.register(stop)
 
 
+def _no_framework_info(record):
+    """False for TensorFlow's own INFO lines (saver sharding, fingerprints), logged through the "absl" and
+    "tensorflow" loggers; ours go through official_bert.* loggers."""
+    return record.levelno >= logging.WARNING or record.name.split(".")[0] not in ("absl", "tensorflow")
+
+
 def run_main(main):
     """Runs an entry point's `main(argv)` with absl; a usage error or one of `USER_ERRORS` is one line, exit 2
     (with `--verbosity`, its traceback instead)."""
     from absl import app
 
     def guarded(argv):
+        if not _verbose(sys.argv):  # absl's handler is in place once the flags are parsed
+            for handler in logging.getLogger().handlers:
+                handler.addFilter(_no_framework_info)
         try:
             main(argv)
         except (app.UsageError, *USER_ERRORS) as error:

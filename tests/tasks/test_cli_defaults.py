@@ -96,3 +96,15 @@ def test_export_with_no_flags_exports_the_demo_model_dir_or_says_what_to_pass(sh
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"exported {os.path.join('out', 'demo')} to {os.path.join('out', 'export', 'demo', '1')}" in result.stdout
     assert (tmp_path / "out" / "export" / "demo" / "1" / "saved_model.pb").is_file()
+
+
+def test_tensorflow_start_up_lines_only_with_verbosity(shared_data, tiny_checkpoint, tmp_path):
+    args = ["--task=MRPC", f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--init_checkpoint={tiny_checkpoint}",
+            f"--model_dir={tmp_path / 'run'}", "--max_seq_length=65"]  # an error after TensorFlow has started
+    quiet = _cli("tasks.run_classifier", *args, cwd=tmp_path)
+    _error_line(quiet)
+    assert "absl::InitializeLog()" not in quiet.stderr
+    assert not [line for line in quiet.stderr.splitlines() if line.startswith(("I0000 ", "W0000 ", "E0000 "))]
+    verbose = _cli("tasks.run_classifier", *args, "--verbosity=1", cwd=tmp_path)
+    assert "absl::InitializeLog()" in verbose.stderr  # TensorFlow's native start-up lines are back
+    assert "Traceback" in verbose.stderr  # and the error's traceback
