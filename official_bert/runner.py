@@ -91,9 +91,10 @@ class RunContext:
         bert_config: the model's `BertConfig`.
         vocab_file: the vocab this run uses (the model_dir's copy).
         lower_case: the casing this run uses.
-        tokenizer: a `BertTokenizer` of the two.
+        tokenizer: a `BertTokenizer` of the two (None for a task with no vocab, e.g. pre-training on TFRecords).
         out_dir: where this process writes (the model_dir, or a non-chief worker's temporary directory).
         is_chief: whether this process writes the run's results.
+        strategy: the `tf.distribute` strategy.
     """
     config: RunConfig
     bert_config: object
@@ -102,36 +103,49 @@ class RunContext:
     tokenizer: object
     out_dir: str
     is_chief: bool
+    strategy: object
 
 
-def resolve_checkpoint_settings(config):
-    """(BertConfig, vocab tokens, casing) of `config.init_checkpoint`, `vocab_file` and `do_lower_case`.
+def resolve_checkpoint_settings(config, task):
+    """(BertConfig, vocab tokens or None, casing) of the task's model and `config`'s checkpoint, vocab and casing.
+
+    The model's shape is the task's `model_config()` or else the init checkpoint's; the vocab is
+    `config.vocab_file` or the one beside the checkpoint (a task that reads no text may have none).
 
     Raises:
-        ValueError: no init checkpoint, a vocab of another size than the model's, or a sequence length over the
-            model's position limit.
+        ValueError: no init checkpoint where the task needs one, a vocab of another size than the model's, or a
+            sequence length over the model's position limit.
     """
     from official_bert.checkpoints import load_config, open_checkpoint
     from official_bert.checkpoints.vocab import find_vocab
     from official_bert.text.vocab import load_vocab
 
-    if not config.init_checkpoint:
+    if not config.init_checkpoint and task.needs_init_checkpoint:
         raise ValueError("--init_checkpoint is required (a Hugging Face or Google BERT directory, or a model_dir)")
-    init = model_dirs.resolve_init_checkpoint(config.init_checkpoint)
-    bert_config = load_config(open_checkpoint(init))
+    init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
+    bert_config = task.model_config() or load_config(open_checkpoint(init))
+    tokens, lower, source = None, None, None
     if config.vocab_file:
-        tokens, lower, source = load_vocab(config.vocab_file), None, config.vocab_file
-    else:
-        tokens, lower, source = find_vocab(init)
+        tokens, source = load_vocab(config.vocab_file), config.vocab_file
+    elif init:
+        try:
+            tokens, lower, source = find_vocab(init)
+        except FileNotFoundError:
+            if task.needs_vocab:
+                raise
+    if tokens is None and task.needs_vocab:
+        raise ValueError("this task reads text and needs a vocab: pass --vocab_file")
     if model_dirs.is_model_dir(config.init_checkpoint):  # our own run: its task.json knows the casing
         lower = model_dirs.read_task_info(config.init_checkpoint)["do_lower_case"]
     if config.do_lower_case is not None:
         lower = config.do_lower_case
     if lower is None:
         lower = True
-        logger.warning("Casing of %s unknown; lower-casing (pass --do_lower_case=false for a cased model)", source)
-    if len(tokens) != bert_config.vocab_size:
-        raise ValueError(f"{source}: {len(tokens)} tokens, but the checkpoint's config has vocab_size="
+        if tokens is not None:
+            logger.warning("Casing of %s unknown; lower-casing (pass --do_lower_case=false for a cased model)",
+                           source)
+    if tokens is not None and len(tokens) != bert_config.vocab_size:
+        raise ValueError(f"{source}: {len(tokens)} tokens, but the model's config has vocab_size="
                          f"{bert_config.vocab_size}")
     if not 3 <= config.max_seq_length <= bert_config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={config.max_seq_length} must be between 3 and the model's "
@@ -167,18 +181,13 @@ def start_process(seed, mixed_precision, distribution_strategy, tpu, model_dir):
     return strategy, chief, model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
 
 
-def _prepare_model_dir(task, config, bert_config, tokens, lower_case):
-    """Writes task.json, bert_config.json and vocab.txt; returns the vocab path."""
-    from official_bert.checkpoints.vocab import write_vocab_file
-
+def _prepare_model_dir(task, config, bert_config, lower_case):
+    """Writes task.json and bert_config.json (the vocab is written with the other files of the process)."""
     info = {**task.task_info(), **task.run_settings(), "max_seq_length": config.max_seq_length,
             "do_lower_case": lower_case}
     os.makedirs(config.model_dir, exist_ok=True)
     model_dirs.write_task_info(config.model_dir, task.kind, info)
     model_dirs.write_json(os.path.join(config.model_dir, model_dirs.CONFIG_FILE), bert_config.to_dict())
-    vocab_file = os.path.join(config.model_dir, model_dirs.VOCAB_FILE)
-    write_vocab_file(tokens, vocab_file)
-    return vocab_file
 
 
 def save_trained(model, out_dir, vocab_file, lower_case):
@@ -191,7 +200,7 @@ def save_trained(model, out_dir, vocab_file, lower_case):
     model_dirs.write_tokenizer_config(encoder_dir, lower_case)
 
 
-def _resumable_stream(make_batches, strategy, config):
+def resumable_stream(make_batches, strategy, config):
     """`make_dataset(skip_batches)` for `training.fit_resumable` from a task's `make_batches(batch_size)`.
 
     Under `multi_worker_mirrored` each worker builds the same stream with the per-replica batch size and keeps
@@ -215,7 +224,7 @@ def _resumable_stream(make_batches, strategy, config):
         lambda context: per_worker(skip_batches, context))
 
 
-def _compile(model, config, total_steps, warmup_steps):
+def _compile(model, config, total_steps, warmup_steps, options):
     from official_bert.optimization import create_optimizer
     from official_bert.training import default_jit_compile
 
@@ -225,7 +234,7 @@ def _compile(model, config, total_steps, warmup_steps):
     else:
         optimizer = "adam"  # unused: compiled only to predict
     jit_compile = default_jit_compile() if config.jit_compile is None else config.jit_compile
-    model.compile(optimizer=optimizer, jit_compile=jit_compile)  # the task model's own loss and metrics
+    model.compile(optimizer=optimizer, jit_compile=jit_compile, **options)  # the task model's own loss and metrics
 
 
 def run(task, config):
@@ -241,6 +250,7 @@ def run(task, config):
     Raises:
         ValueError / FileNotFoundError: a bad setting or input, raised before anything is written.
     """
+    from official_bert.checkpoints.vocab import write_vocab_file
     from official_bert.text import BertTokenizer
 
     if not config.model_dir:
@@ -248,8 +258,9 @@ def run(task, config):
     if not (config.do_train or config.do_eval or config.do_predict):
         raise ValueError("nothing to do: --do_train, --do_eval and --do_predict are all false")
     task.validate(config)
-    bert_config, tokens, lower_case = resolve_checkpoint_settings(config)
-    logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d", config.init_checkpoint,
+    bert_config, tokens, lower_case = resolve_checkpoint_settings(config, task)
+    task.bert_config = bert_config
+    logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d", config.init_checkpoint or "from scratch",
                 bert_config.num_hidden_layers, bert_config.hidden_size, "uncased" if lower_case else "cased",
                 config.max_seq_length)
     task.read_data(config)  # every file it will read, before anything is written
@@ -259,50 +270,56 @@ def run(task, config):
     if chief:
         info = {**task.task_info(), "max_seq_length": config.max_seq_length, "do_lower_case": lower_case}
         model_dirs.check_same_run(config.model_dir, task.kind, info)
-        vocab_file = _prepare_model_dir(task, config, bert_config, tokens, lower_case)
-    else:
-        from official_bert.checkpoints.vocab import write_vocab_file
-
+        _prepare_model_dir(task, config, bert_config, lower_case)
+    vocab_file = None
+    if tokens is not None:
         vocab_file = os.path.join(out_dir, model_dirs.VOCAB_FILE)
         write_vocab_file(tokens, vocab_file)
+    tokenizer = BertTokenizer(vocab_file=vocab_file, lower_case=lower_case) if vocab_file else None
     context = RunContext(config=config, bert_config=bert_config, vocab_file=vocab_file, lower_case=lower_case,
-                         tokenizer=BertTokenizer(vocab_file=vocab_file, lower_case=lower_case), out_dir=out_dir,
-                         is_chief=chief)
+                         tokenizer=tokenizer, out_dir=out_dir, is_chief=chief, strategy=strategy)
     try:
-        return _train_evaluate_predict(task, context, strategy)
+        return _train_evaluate_predict(task, context)
     finally:
         if not chief:
             shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def _train_evaluate_predict(task, context, strategy):
+def _train_evaluate_predict(task, context):
     from official_bert import training
 
-    config = context.config
+    config, strategy = context.config, context.strategy
+    description = task.describe_run(context)
+    if description:
+        logger.info("%s", description)
     with strategy.scope():
         model = task.build_model(context.bert_config)
-        init = model_dirs.resolve_init_checkpoint(config.init_checkpoint)
-        head_loaded = task.load_initial_weights(model, init)
-        logger.info("Loaded %s (head %s)", config.init_checkpoint, "loaded" if head_loaded else "freshly initialised")
+        init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
+        if init:
+            logger.info("Loaded %s (%s)", init, task.load_initial_weights(model, init))
         total_steps = warmup_steps = 0
         if config.do_train:
             num_examples, make_batches = task.train_dataset(context)
-            total_steps, warmup_steps = config.train_steps(num_examples)
-            logger.info("Training on %d examples: %d steps (%d warmup), batch %d", num_examples, total_steps,
-                        warmup_steps, config.train_batch_size)
-            make_dataset = _resumable_stream(make_batches, strategy, config)
-        _compile(model, config, total_steps, warmup_steps)
+            total_steps, warmup_steps = task.train_steps(config, num_examples)
+            if num_examples is not None:
+                logger.info("Training on %d examples: %d steps (%d warmup), batch %d", num_examples, total_steps,
+                            warmup_steps, config.train_batch_size)
+            make_dataset = task.resumable_stream(make_batches, context)
+        _compile(model, config, total_steps, warmup_steps, task.compile_options())
 
     if config.do_train:
         training.fit_resumable(model, make_dataset, total_steps, config.model_dir, config.train_batch_size,
-                               checkpoint_steps=config.checkpoint_steps, write_dir=context.out_dir)
-        save_trained(model, context.out_dir, context.vocab_file, context.lower_case)
+                               checkpoint_steps=config.checkpoint_steps, write_dir=context.out_dir,
+                               **task.fit_options(total_steps))
+        task.save(model, context)
     else:
         weights = os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE)
         if os.path.isfile(weights):
             model.load_weights(weights)
+        elif init:
+            logger.warning("%s not found: using the --init_checkpoint weights", weights)
         else:
-            logger.warning("%s not found: predicting with the --init_checkpoint weights", weights)
+            raise FileNotFoundError(f"{weights} not found: train first, or pass --init_checkpoint")
 
     # Every worker evaluates and predicts (the strategy's steps are collective); files go to out_dir, which is
     # the model_dir only on the chief.

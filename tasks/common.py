@@ -66,4 +66,4 @@ def run_config():
     """The parsed run flags as a `RunConfig`."""
     from official_bert.runner import RunConfig
 
-    return RunConfig(**{name: FLAGS[name].value for name in RUN_FLAGS})
+    return RunConfig(**{name: FLAGS[name].value for name in RUN_FLAGS if name in FLAGS})  # less the skipped ones

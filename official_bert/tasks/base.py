@@ -14,10 +14,23 @@ class Task:
         kind: the model_dir kind (`official_bert.model_dir.KINDS`): which model serves it and which export
             module (`export.saved_model`) serves the model_dir.
         uses_pooler: False when the task's head ignores the pooler, so a checkpoint without one loads.
+        init_heads: which directory of a model_dir of ours an init checkpoint points to (`encoder/`, or
+            `pretrainer/` for pre-training's heads).
+        needs_init_checkpoint: False when the model may start from scratch (`model_config()` shapes it).
+        needs_vocab: False when the task reads no text (pre-training on TFRecords).
+        bert_config: the model's `BertConfig`, set by the runner once resolved.
     """
 
     kind = None
     uses_pooler = True
+    init_heads = "encoder"
+    needs_init_checkpoint = True
+    needs_vocab = True
+    bert_config = None
+
+    def model_config(self):
+        """The `BertConfig` the task asks for; None (the default): the init checkpoint's."""
+        return None
 
     def validate(self, config):
         """Checks the task's settings against the run's (`RunConfig`); raises ValueError naming the flag.
@@ -47,12 +60,17 @@ class Task:
         return model_dir.build_task_model(self.kind, bert_config, self.task_info())
 
     def load_initial_weights(self, model, checkpoint):
-        """Loads the encoder (and the head when `checkpoint` has it) from a checkpoint directory; returns
-        whether the head was loaded."""
+        """Loads the encoder (and the head when `checkpoint` has it) from a checkpoint directory; returns what
+        was loaded, for the log ("head loaded" / "head freshly initialised")."""
         from official_bert.checkpoints import load_task_weights
         from official_bert.checkpoints.heads import head_specs
 
-        return load_task_weights(model.encoder, head_specs(model), checkpoint, optional_pooler=not self.uses_pooler)
+        loaded = load_task_weights(model.encoder, head_specs(model), checkpoint, optional_pooler=not self.uses_pooler)
+        return "head loaded" if loaded else "head freshly initialised"
+
+    def describe_run(self, context):
+        """A line for the log before training; None (the default): nothing."""
+        return None
 
     def train_dataset(self, context):
         """`(num_examples, make_dataset)`: the training examples (windows) of one epoch, and
@@ -60,6 +78,30 @@ class Task:
         (shuffled with the run's seed; the runner skips what a resumed run has trained, and under multi-worker
         training gives each worker its share of every global batch)."""
         raise NotImplementedError
+
+    def train_steps(self, config, num_examples):
+        """(total steps, warmup steps); default: `RunConfig.train_steps` over the epoch's examples."""
+        return config.train_steps(num_examples)
+
+    def resumable_stream(self, make_batches, context):
+        """`make_dataset(skip_batches)` for `training.fit_resumable`; default: `runner.resumable_stream`."""
+        from official_bert.runner import resumable_stream
+
+        return resumable_stream(make_batches, context.strategy, context.config)
+
+    def compile_options(self):
+        """Extra `Model.compile` keyword arguments (e.g. steps_per_execution); default none."""
+        return {}
+
+    def fit_options(self, total_steps):
+        """Extra `training.fit_resumable` keyword arguments (callbacks, verbose); default none."""
+        return {}
+
+    def save(self, model, context):
+        """Writes the trained model into `context.out_dir`; default: `runner.save_trained`."""
+        from official_bert.runner import save_trained
+
+        save_trained(model, context.out_dir, context.vocab_file, context.lower_case)
 
     def evaluate(self, model, context):
         """The evaluation results (a JSON-able dict), or None when there is nothing to evaluate."""
