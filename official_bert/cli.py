@@ -70,14 +70,16 @@ def run_main(main):
     (with `--verbosity`, its traceback instead)."""
     from absl import app
 
+    verbose = _verbose(sys.argv)
+
     def guarded(argv):
-        if not _verbose(sys.argv):  # absl's handler is in place once the flags are parsed
+        if not verbose:  # absl's handler is in place once the flags are parsed
             for handler in logging.getLogger().handlers:
                 handler.addFilter(_no_framework_info)
         try:
             main(argv)
         except (app.UsageError, *USER_ERRORS) as error:
-            if _verbose(sys.argv):
+            if verbose:
                 raise
             sys.stderr.write(f"error: {error}\n")
             sys.exit(2)

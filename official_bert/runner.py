@@ -181,12 +181,12 @@ def start_process(seed, mixed_precision, distribution_strategy, tpu, model_dir):
     return strategy, chief, model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
 
 
-def _prepare_model_dir(task, config, bert_config, lower_case):
-    """Writes task.json and bert_config.json (the vocab is written with the other files of the process)."""
-    info = {**task.task_info(), **task.run_settings(), "max_seq_length": config.max_seq_length,
-            "do_lower_case": lower_case}
+def _prepare_model_dir(task, config, bert_config, info):
+    """Refuses a model_dir of another run, then writes task.json (`info` and the task's run settings) and
+    bert_config.json (the vocab is written with the other files of the process)."""
+    model_dirs.check_same_run(config.model_dir, task.kind, info)
     os.makedirs(config.model_dir, exist_ok=True)
-    model_dirs.write_task_info(config.model_dir, task.kind, info)
+    model_dirs.write_task_info(config.model_dir, task.kind, {**info, **task.run_settings()})
     model_dirs.write_json(os.path.join(config.model_dir, model_dirs.CONFIG_FILE), bert_config.to_dict())
 
 
@@ -269,8 +269,7 @@ def run(task, config):
                                              config.tpu, config.model_dir)
     if chief:
         info = {**task.task_info(), "max_seq_length": config.max_seq_length, "do_lower_case": lower_case}
-        model_dirs.check_same_run(config.model_dir, task.kind, info)
-        _prepare_model_dir(task, config, bert_config, lower_case)
+        _prepare_model_dir(task, config, bert_config, info)
     vocab_file = None
     if tokens is not None:
         vocab_file = os.path.join(out_dir, model_dirs.VOCAB_FILE)

@@ -6,6 +6,8 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 `run(task, config)`.
 """
 
+from official_bert import model_dir
+
 
 class Task:
     """Base class of the task objects.
@@ -23,7 +25,7 @@ class Task:
 
     kind = None
     uses_pooler = True
-    init_heads = "encoder"
+    init_heads = model_dir.ENCODER_DIR
     needs_init_checkpoint = True
     needs_vocab = True
     bert_config = None
@@ -55,8 +57,6 @@ class Task:
 
     def build_model(self, bert_config):
         """The untrained task model of the kind (a Keras model with an `encoder` attribute)."""
-        from official_bert import model_dir
-
         return model_dir.build_task_model(self.kind, bert_config, self.task_info())
 
     def load_initial_weights(self, model, checkpoint):

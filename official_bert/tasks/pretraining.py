@@ -115,6 +115,8 @@ class PretrainingTask(Task):
     def validate(self, config):
         if self.input_files and self.text_files or config.do_train and not (self.input_files or self.text_files):
             raise ValueError("pass exactly one of --input_files (TFRecords) and --text_files (raw text)")
+        if config.do_predict:
+            raise ValueError("pre-training has no predictions; --do_predict is for the fine-tuning tasks")
         if config.do_eval and not self.eval_files:
             raise ValueError("--do_eval needs --eval_files")
         if self.bert_config_file and self.preset:
@@ -212,6 +214,3 @@ class PretrainingTask(Task):
         results["examples"] = round(float(model.next_sentence_loss_tracker.count.numpy()) / replicas)
         results["global_step"] = int(model.optimizer.iterations.numpy())
         return results
-
-    def predict(self, model, context):
-        raise ValueError("pre-training has no predictions; --do_predict is for the fine-tuning tasks")
