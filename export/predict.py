@@ -96,9 +96,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    from official_bert.cli import quiet_native_logs, run_main
+    from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    quiet_native_logs()
     flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")

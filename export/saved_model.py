@@ -3,9 +3,10 @@
     python -m export.saved_model --model_dir=out/sst2 --export_dir=out/export/sst2
     python -m export.saved_model --model_dir=../shared/data/all-MiniLM-L6-v2 --export_dir=out/export/minilm
 
---model_dir is a run directory of `tasks.run_classifier`, `tasks.run_ner`, `tasks.run_squad` or
-`tasks.run_pretraining` (`task.json`, `bert_config.json`, `vocab.txt`, `model.weights.h5`), or a Hugging
-Face / Google checkpoint directory for an encoder-only export. Writes `<export_dir>/<version>/` (TF Serving's
+--model_dir is a run directory of `tasks.run_classifier`, `tasks.run_ner`, `tasks.run_squad`,
+`tasks.run_multiple_choice` or `tasks.run_pretraining` (`task.json`, `bert_config.json`, `vocab.txt`,
+`model.weights.h5`), or a Hugging Face / Google checkpoint directory for an encoder-only export. Writes
+`<export_dir>/<version>/` (TF Serving's
 layout; --version defaults to one more than the highest numeric version there, and an existing version is
 never overwritten): `saved_model.pb`, `variables/`, `assets/` (`vocab.txt`, `labels.txt`) and
 `assets.extra/tf_serving_warmup_requests`. The version is written under a temporary name and renamed when
@@ -13,9 +14,11 @@ complete, so a watching server never loads a half-written one. Signatures: see `
 the README.
 """
 
+import errno
 import json
 import logging
 import os
+import shutil
 import tempfile
 
 from absl import app, flags
@@ -66,6 +69,10 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None):
     preprocessor = TextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
     if loaded.kind == model_dirs.SQUAD:
         return _squad_module(model_dir, info, loaded.model, preprocessor, assets)
+    if loaded.kind == model_dirs.MULTIPLE_CHOICE:
+        from export.multiple_choice_module import MultipleChoiceModule
+
+        return MultipleChoiceModule(loaded.model, preprocessor, assets)
     labels = list(info["label_names"])
     if labels:
         assets["labels.txt"] = _write_lines(os.path.join(staging_dir, "labels.txt"), labels)
@@ -176,14 +183,16 @@ def save(module, export_dir, version=None):
         the version directory.
 
     Raises:
-        FileExistsError: the version exists already.
+        FileExistsError: the version exists already, or another export wrote it while this one ran (this
+            one's files are removed).
     """
     import tensorflow as tf
 
     from export.warmup import WARMUP_FILE, warmup_requests, write_warmup_file
 
     versions = numeric_versions(export_dir)
-    version = (versions[-1] + 1 if versions else 1) if version is None else int(version)
+    chosen = version is None
+    version = (versions[-1] + 1 if versions else 1) if chosen else int(version)
     if version < 1:
         raise ValueError(f"version must be a positive integer, got {version}")
     target = os.path.join(export_dir, str(version))
@@ -191,13 +200,25 @@ def save(module, export_dir, version=None):
         raise FileExistsError(f"{target} exists: versions are never overwritten; pass another --version")
     os.makedirs(export_dir, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)  # not numeric: servers ignore it
-    tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(), options=serving_save_options())
-    os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
-    write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a server running as another user must read it
-    os.rename(staging, target)
+    try:
+        tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(),
+                            options=serving_save_options())
+        os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
+        write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a server running as another user must read it
+        try:
+            os.rename(staging, target)  # fails if another export renamed its own version here meanwhile
+        except OSError as error:
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            again = "run it again to export the next version" if chosen else "pass another --version"
+            raise FileExistsError(f"{target} was written by another export while this one ran (versions are never "
+                                  f"overwritten); this export was discarded: {again}") from None
+    except BaseException:  # a failed, interrupted or losing export leaves no half-written version behind
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return target
 
 
@@ -226,9 +247,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    from official_bert.cli import quiet_native_logs, run_main
+    from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    quiet_native_logs()
     flags.DEFINE_string("model_dir", None, "A tasks.run_classifier / run_ner / run_squad / run_pretraining "
                         "model_dir, or a Hugging Face / Google encoder checkpoint directory (encoder-only export). "
                         f"Default: {DEMO_MODEL_DIR}, the demo's (python -m tasks.run_classifier).")

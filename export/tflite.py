@@ -48,6 +48,7 @@ def _frozen_module(saved_model_dir, signature):
     if positional:  # the module's TFLite form of serving_default, a tf.function of positional inputs
         function = loaded.tflite_serving_default.concrete_functions[0]
         names = [spec.name for spec in function.structured_input_signature[0]]
+        specs = {spec.name: spec for spec in function.structured_input_signature[0]}  # its own (e.g. ranked) specs
     structure = function.structured_outputs  # name -> Tensor
     frozen = convert_variables_to_constants_v2(function)
 
@@ -130,9 +131,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    from official_bert.cli import quiet_native_logs, run_main
+    from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    quiet_native_logs()
     flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model.")
     flags.DEFINE_string("output", None, "The .tflite file to write.")
     flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization.")

@@ -1,21 +1,27 @@
 """official-bert: BERT for TensorFlow 2 and Keras 3.
 
-`BertConfig`, `BertEncoder` and `BertPretrainer` are imported on first use (PEP 562), so that importing a
-submodule that needs no TensorFlow (`official_bert.cli`, `official_bert.model_dir`) does not start it.
+Importing the package registers every Keras object of ours (models, optimizers, learning-rate schedules), so
+`keras.saving.load_model` reads a saved `.keras` model after `import official_bert`, and the task models are
+importable from here: `from official_bert import BertClassifier`.
+
+Run as one of our entry points (`python -m tasks.run_classifier`, `python -m export.saved_model`, ...), the
+package first keeps TensorFlow's native start-up lines off the console (`official_bert.cli`), which has to
+happen before TensorFlow loads.
 """
 
-import importlib
 import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-_LAZY = {"BertConfig": "official_bert.config", "BertEncoder": "official_bert.models",
-         "BertPretrainer": "official_bert.models"}
-__all__ = list(_LAZY)
+from official_bert import cli as _cli  # noqa: E402  (no TensorFlow)
+
+_cli.quiet_native_logs_of_entry_points()
+
+from official_bert import optimization  # noqa: E402,F401  (registers AdamW, LAMB and the schedules)
+from official_bert.config import BertConfig  # noqa: E402
+from official_bert.models import (  # noqa: E402
+    BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
+
+__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertMultipleChoice", "BertPretrainer",
+           "BertSpanLabeler", "BertTokenClassifier"]
 __version__ = "0.1.0"
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'official_bert' has no attribute {name!r}")

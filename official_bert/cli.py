@@ -1,7 +1,9 @@
 """How the entry points (`tasks/`, `export/`) run: absl's `app.run`, logging at INFO, one-line errors, and
 TensorFlow's native start-up lines and its own INFO lines kept off the console unless `--verbosity` is given.
 
-An entry point calls `quiet_native_logs()` before anything imports TensorFlow, and `run_main(main)` to run.
+The native lines are written while TensorFlow loads, which `import official_bert` does: the package calls
+`quiet_native_logs_of_entry_points()` first, which filters them when the program is one of our entry points. An
+entry point then calls `run_main(main)` to run. This module imports no TensorFlow.
 """
 
 import atexit
@@ -25,6 +27,28 @@ def _verbose(argv):
     return any(arg == "-v" or arg.startswith(("--verbosity", "-v=")) for arg in argv[1:])
 
 
+# The top-level packages of our entry points, installed beside `official_bert`.
+_ENTRY_POINT_PACKAGES = ("tasks", "export")
+_filtering = False
+
+
+def is_entry_point_run():
+    """Whether this program is one of our entry points (`python -m tasks.run_classifier`, ...): its main module
+    belongs to `tasks` or `export` beside this package (a project's own `tasks` package does not count)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is None or not getattr(main, "__file__", None) or spec.name.split(".")[0] not in _ENTRY_POINT_PACKAGES:
+        return False
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.dirname(os.path.dirname(os.path.abspath(main.__file__))) == ours
+
+
+def quiet_native_logs_of_entry_points():
+    """`quiet_native_logs()` when `is_entry_point_run()`; otherwise nothing (a library user's stderr is theirs)."""
+    if is_entry_point_run():
+        quiet_native_logs()
+
+
 def quiet_native_logs(argv=None):
     """Unless `--verbosity` (absl's flag) is on the command line: sets TF_CPP_MIN_LOG_LEVEL=2 (when unset) and
     drops TensorFlow's native pre-initialisation log lines from stderr; every other line passes.
@@ -32,8 +56,10 @@ def quiet_native_logs(argv=None):
     Args:
         argv: the command line (default `sys.argv`).
     """
-    if _verbose(sys.argv if argv is None else argv):
+    global _filtering
+    if _filtering or _verbose(sys.argv if argv is None else argv):
         return
+    _filtering = True
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     sys.stderr.flush()
     read_end, write_end = os.pipe()

@@ -28,7 +28,8 @@ PRETRAINER_DIR = "pretrainer"
 SCHEMA_VERSION = 2
 
 CLASSIFICATION, TAGGING, SQUAD, PRETRAINING = "classification", "tagging", "squad", "pretraining"
-KINDS = (CLASSIFICATION, TAGGING, SQUAD, PRETRAINING)
+MULTIPLE_CHOICE = "multiple_choice"
+KINDS = (CLASSIFICATION, TAGGING, SQUAD, PRETRAINING, MULTIPLE_CHOICE)
 # task.json "task" of the kinds with one task name; every other name of a schema-1 file is a GLUE task.
 _TASK_NAMES = {"ner": TAGGING, "squad": SQUAD, "pretraining": PRETRAINING}
 
@@ -151,6 +152,10 @@ def build_task_model(kind, config, info):
         from official_bert.models.span_labeler import BertSpanLabeler
 
         return BertSpanLabeler(encoder)
+    if kind == MULTIPLE_CHOICE:
+        from official_bert.models.multiple_choice import BertMultipleChoice
+
+        return BertMultipleChoice(encoder)
     from official_bert.models.pretrainer import BertPretrainer
 
     return BertPretrainer(encoder)

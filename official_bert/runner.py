@@ -17,6 +17,7 @@ Examples:
 >>> results = run(ClassificationTask("MRPC", data_dir="../shared/data/glue/MRPC"), config)
 """
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -26,6 +27,7 @@ import tempfile
 from typing import Optional
 
 from official_bert import model_dir as model_dirs
+from official_bert import run_record as run_records
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,12 @@ class RunConfig:
         distribution_strategy: one_device, mirrored, multi_worker_mirrored or tpu (tpu: the TPU address).
         checkpoint_steps: steps between checkpoints (a restarted run resumes there).
         seed: initialisation, shuffling and dropout.
+        deterministic: TensorFlow's op determinism: two runs of one command, and a resumed run and an unbroken
+            one, end with bit-identical weights (README: what it costs).
         do_train / do_eval / do_predict: what to do.
+        output_dir: where evaluation results and predictions go; None: the model_dir.
+        overwrite: a training run deletes an earlier run's files in the model_dir instead of refusing a run
+            that differs from it.
     """
     model_dir: str
     init_checkpoint: Optional[str] = None
@@ -72,9 +79,12 @@ class RunConfig:
     tpu: Optional[str] = None
     checkpoint_steps: int = 500
     seed: int = 42
+    deterministic: bool = False
     do_train: bool = True
     do_eval: bool = True
     do_predict: bool = False
+    output_dir: Optional[str] = None
+    overwrite: bool = False
 
     def train_steps(self, num_examples):
         """(total steps, warmup steps) from num_train_steps, or num_train_epochs over `num_examples`."""
@@ -92,7 +102,10 @@ class RunContext:
         vocab_file: the vocab this run uses (the model_dir's copy).
         lower_case: the casing this run uses.
         tokenizer: a `BertTokenizer` of the two (None for a task with no vocab, e.g. pre-training on TFRecords).
-        out_dir: where this process writes (the model_dir, or a non-chief worker's temporary directory).
+        out_dir: where this process writes the trained model (the model_dir, or a non-chief worker's temporary
+            directory).
+        results_dir: where this process writes evaluation results and predictions (`--output_dir`, else
+            `out_dir`).
         is_chief: whether this process writes the run's results.
         strategy: the `tf.distribute` strategy.
     """
@@ -102,6 +115,7 @@ class RunContext:
     lower_case: bool
     tokenizer: object
     out_dir: str
+    results_dir: str
     is_chief: bool
     strategy: object
 
@@ -120,6 +134,15 @@ def resolve_checkpoint_settings(config, task):
     from official_bert.checkpoints.vocab import find_vocab
     from official_bert.text.vocab import load_vocab
 
+    if is_finished_run(config):  # evaluation / prediction of a trained model_dir: its model, vocab and casing
+        from official_bert.config import BertConfig
+
+        info = model_dirs.read_task_info(config.model_dir)
+        bert_config = BertConfig.from_json_file(os.path.join(config.model_dir, model_dirs.CONFIG_FILE))
+        vocab = os.path.join(config.model_dir, model_dirs.VOCAB_FILE)
+        tokens = load_vocab(vocab) if os.path.isfile(vocab) else None
+        _check_sequence_length(config, bert_config)
+        return bert_config, tokens, bool(info["do_lower_case"])
     if not config.init_checkpoint and task.needs_init_checkpoint:
         raise ValueError("--init_checkpoint is required (a Hugging Face or Google BERT directory, or a model_dir)")
     init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
@@ -147,10 +170,20 @@ def resolve_checkpoint_settings(config, task):
     if tokens is not None and len(tokens) != bert_config.vocab_size:
         raise ValueError(f"{source}: {len(tokens)} tokens, but the model's config has vocab_size="
                          f"{bert_config.vocab_size}")
+    _check_sequence_length(config, bert_config)
+    return bert_config, tokens, bool(lower)
+
+
+def _check_sequence_length(config, bert_config):
     if not 3 <= config.max_seq_length <= bert_config.max_position_embeddings:
         raise ValueError(f"--max_seq_length={config.max_seq_length} must be between 3 and the model's "
                          f"max_position_embeddings={bert_config.max_position_embeddings}")
-    return bert_config, tokens, bool(lower)
+
+
+def is_finished_run(config):
+    """Whether `config` evaluates or predicts (no training) with a model_dir that holds trained weights."""
+    return not config.do_train and model_dirs.is_model_dir(config.model_dir) and os.path.isfile(
+        os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE))
 
 
 def is_chief(strategy, strategy_name):
@@ -164,30 +197,58 @@ def is_chief(strategy, strategy_name):
             and "chief" not in resolver.cluster_spec().as_dict())
 
 
-def start_process(seed, mixed_precision, distribution_strategy, tpu, model_dir):
-    """Seeds, sets the precision policy and builds the strategy; returns `(strategy, is_chief, out_dir)`.
+def start_process(config):
+    """Seeds, sets determinism and the precision policy, and builds the strategy; returns `(strategy, is_chief,
+    out_dir)`.
 
     `out_dir` is where this process writes: the model_dir on the chief, a temporary directory of its own on the
     other workers of a multi-worker job (as TF recommends; the caller removes it).
     """
     import keras
+    import tensorflow as tf
 
     from official_bert import training
 
-    keras.utils.set_random_seed(seed)
-    training.set_mixed_precision(mixed_precision)
-    strategy = training.get_strategy(distribution_strategy, tpu)
-    chief = is_chief(strategy, distribution_strategy)
-    return strategy, chief, model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    training.set_mixed_precision(config.mixed_precision)
+    strategy = training.get_strategy(config.distribution_strategy, config.tpu)
+    chief = is_chief(strategy, config.distribution_strategy)
+    return strategy, chief, config.model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
 
 
-def _prepare_model_dir(task, config, bert_config, info):
-    """Refuses a model_dir of another run, then writes task.json (`info` and the task's run settings) and
-    bert_config.json (the vocab is written with the other files of the process)."""
-    model_dirs.check_same_run(config.model_dir, task.kind, info)
-    os.makedirs(config.model_dir, exist_ok=True)
+def _prepare_model_dir(task, config, bert_config, info, tokens, record):
+    """For a training run, under the model_dir's lock: refuses to continue another run (or, with --overwrite,
+    deletes it), then writes task.json (`info` and the task's run settings), bert_config.json, vocab.txt and
+    run.json."""
+    from official_bert.checkpoints.vocab import write_vocab_file
+
+    if config.overwrite and model_dirs.is_model_dir(config.model_dir):
+        logger.info("--overwrite: deleting the earlier run in %s", config.model_dir)
+        run_records.clear_earlier_run(config.model_dir)
+    run_records.check_same_training(config.model_dir, record)
     model_dirs.write_task_info(config.model_dir, task.kind, {**info, **task.run_settings()})
     model_dirs.write_json(os.path.join(config.model_dir, model_dirs.CONFIG_FILE), bert_config.to_dict())
+    if tokens is not None:
+        write_vocab_file(tokens, os.path.join(config.model_dir, model_dirs.VOCAB_FILE))
+    run_records.write_run_record(config.model_dir, record)
+
+
+def _record_run_settings(task, config):
+    """Evaluation of a finished run writes none of its training files; only run settings the user changed (e.g.
+    SQuAD's answer settings, which export serves) are recorded in task.json, when the model_dir is writable."""
+    settings = task.run_settings()
+    info = model_dirs.read_task_info(config.model_dir)
+    changed = {k: v for k, v in settings.items() if info.get(k) != v}
+    if not changed:
+        return
+    if not os.access(config.model_dir, os.W_OK):
+        logger.warning("%s is read-only: %s not recorded in its task.json (export serves the recorded ones)",
+                       config.model_dir, changed)
+        return
+    model_dirs.write_task_info(config.model_dir, info["kind"], {**info, **changed})
+    logger.info("Recorded %s in %s", changed, os.path.join(config.model_dir, model_dirs.TASK_FILE))
 
 
 def save_trained(model, out_dir, vocab_file, lower_case):
@@ -237,8 +298,33 @@ def _compile(model, config, total_steps, warmup_steps, options):
     model.compile(optimizer=optimizer, jit_compile=jit_compile, **options)  # the task model's own loss and metrics
 
 
+def _writable(path):
+    """Whether `path`, or its nearest existing parent (where it would be created), can be written."""
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    return os.access(path or ".", os.W_OK)
+
+
+def _check_output(config):
+    """Refuses before anything runs: --overwrite without training, or a directory the run writes is read-only."""
+    if config.overwrite and not config.do_train:
+        raise ValueError("--overwrite deletes an earlier run to train again; it needs --do_train")
+    if config.do_train and not _writable(config.model_dir):
+        raise ValueError(f"--model_dir={config.model_dir} cannot be written (read-only)")
+    results_dir = config.output_dir or config.model_dir
+    if not _writable(results_dir):
+        flag = "--output_dir" if config.output_dir else "--model_dir"
+        raise ValueError(f"{flag}={results_dir} cannot be written (read-only); evaluation and prediction write "
+                         f"their results there{'' if config.output_dir else ': pass --output_dir'}")
+
+
 def run(task, config):
     """Runs a task: train (resumable), save, evaluate, predict, as `config` says.
+
+    Every input is read and checked first (flags, checkpoint, data files, the training examples); then, under
+    the model_dir's lock (`official_bert.model_dir_lock`), a training run checks that the model_dir holds no
+    other run (`official_bert.run_record`), writes its files, trains, saves, evaluates and predicts. Evaluation
+    or prediction of a finished run writes only its results (to `output_dir`, default the model_dir).
 
     Args:
         task: an `official_bert.tasks.base.Task`.
@@ -249,56 +335,72 @@ def run(task, config):
 
     Raises:
         ValueError / FileNotFoundError: a bad setting or input, raised before anything is written.
+        official_bert.model_dir_lock.ModelDirInUseError: another run uses the model_dir.
     """
     from official_bert.checkpoints.vocab import write_vocab_file
+    from official_bert.model_dir_lock import ModelDirLock
     from official_bert.text import BertTokenizer
 
     if not config.model_dir:
         raise ValueError("--model_dir is required")
     if not (config.do_train or config.do_eval or config.do_predict):
         raise ValueError("nothing to do: --do_train, --do_eval and --do_predict are all false")
+    _check_output(config)
     task.validate(config)
     bert_config, tokens, lower_case = resolve_checkpoint_settings(config, task)
     task.bert_config = bert_config
-    logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d", config.init_checkpoint or "from scratch",
+    logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
+                config.model_dir if is_finished_run(config) else config.init_checkpoint or "from scratch",
                 bert_config.num_hidden_layers, bert_config.hidden_size, "uncased" if lower_case else "cased",
                 config.max_seq_length)
     task.read_data(config)  # every file it will read, before anything is written
 
-    strategy, chief, out_dir = start_process(config.seed, config.mixed_precision, config.distribution_strategy,
-                                             config.tpu, config.model_dir)
-    if chief:
-        info = {**task.task_info(), "max_seq_length": config.max_seq_length, "do_lower_case": lower_case}
-        _prepare_model_dir(task, config, bert_config, info)
-    vocab_file = None
-    if tokens is not None:
-        vocab_file = os.path.join(out_dir, model_dirs.VOCAB_FILE)
-        write_vocab_file(tokens, vocab_file)
-    tokenizer = BertTokenizer(vocab_file=vocab_file, lower_case=lower_case) if vocab_file else None
-    context = RunContext(config=config, bert_config=bert_config, vocab_file=vocab_file, lower_case=lower_case,
-                         tokenizer=tokenizer, out_dir=out_dir, is_chief=chief, strategy=strategy)
+    strategy, chief, out_dir = start_process(config)
+    scratch = tempfile.mkdtemp(prefix="official_bert_run_")  # the vocab the run's tokenizers read
     try:
-        return _train_evaluate_predict(task, context)
+        vocab_file = None
+        if tokens is not None:
+            vocab_file = os.path.join(scratch, model_dirs.VOCAB_FILE)
+            write_vocab_file(tokens, vocab_file)
+        tokenizer = BertTokenizer(vocab_file=vocab_file, lower_case=lower_case) if vocab_file else None
+        context = RunContext(config=config, bert_config=bert_config, vocab_file=vocab_file, lower_case=lower_case,
+                             tokenizer=tokenizer, out_dir=out_dir,
+                             results_dir=(config.output_dir or out_dir) if chief else out_dir,
+                             is_chief=chief, strategy=strategy)
+        train_data = task.train_dataset(context) if config.do_train else None  # checks the examples, writes nothing
+        writes_model_dir = chief and (config.do_train or context.results_dir == config.model_dir)
+        with ModelDirLock(config.model_dir) if writes_model_dir else contextlib.nullcontext():
+            if chief and config.do_train:
+                info = {**task.task_info(), "max_seq_length": config.max_seq_length, "do_lower_case": lower_case}
+                _prepare_model_dir(task, config, bert_config, info, tokens,
+                                   run_records.run_record(config, task, lower_case))
+            elif chief and model_dirs.is_model_dir(config.model_dir):
+                model_dirs.check_same_run(config.model_dir, task.kind, task.task_info())
+                _record_run_settings(task, config)
+            return _train_evaluate_predict(task, context, train_data)
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
         if not chief:
             shutil.rmtree(out_dir, ignore_errors=True)
 
 
-def _train_evaluate_predict(task, context):
+def _train_evaluate_predict(task, context, train_data):
     from official_bert import training
 
     config, strategy = context.config, context.strategy
     description = task.describe_run(context)
     if description:
         logger.info("%s", description)
+    finished = is_finished_run(config)
     with strategy.scope():
         model = task.build_model(context.bert_config)
-        init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
+        init = None if finished else model_dirs.resolve_init_checkpoint(config.init_checkpoint,
+                                                                          heads=task.init_heads)
         if init:
             logger.info("Loaded %s (%s)", init, task.load_initial_weights(model, init))
         total_steps = warmup_steps = 0
         if config.do_train:
-            num_examples, make_batches = task.train_dataset(context)
+            num_examples, make_batches = train_data
             total_steps, warmup_steps = task.train_steps(config, num_examples)
             if num_examples is not None:
                 logger.info("Training on %d examples: %d steps (%d warmup), batch %d", num_examples, total_steps,
@@ -311,20 +413,22 @@ def _train_evaluate_predict(task, context):
                                checkpoint_steps=config.checkpoint_steps, write_dir=context.out_dir,
                                **task.fit_options(total_steps))
         task.save(model, context)
+    elif finished:
+        model.load_weights(os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE))
+        logger.info("Loaded the trained weights of %s", config.model_dir)
+    elif not init:
+        raise FileNotFoundError(f"{os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE)} not found: train "
+                                f"first, or pass --init_checkpoint")
     else:
-        weights = os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE)
-        if os.path.isfile(weights):
-            model.load_weights(weights)
-        elif init:
-            logger.warning("%s not found: using the --init_checkpoint weights", weights)
-        else:
-            raise FileNotFoundError(f"{weights} not found: train first, or pass --init_checkpoint")
+        logger.warning("%s holds no trained weights: evaluating the --init_checkpoint weights", config.model_dir)
 
-    # Every worker evaluates and predicts (the strategy's steps are collective); files go to out_dir, which is
-    # the model_dir only on the chief.
+    # Every worker evaluates and predicts (the strategy's steps are collective); files go to results_dir, which
+    # is the model_dir or --output_dir only on the chief.
+    if (config.do_eval or config.do_predict) and context.is_chief:
+        os.makedirs(context.results_dir, exist_ok=True)
     results = task.evaluate(model, context) if config.do_eval else None
     if results is not None:
-        model_dirs.write_json(os.path.join(context.out_dir, "eval_results.json"), results)
+        model_dirs.write_json(os.path.join(context.results_dir, "eval_results.json"), results)
         if context.is_chief:
             print(task.describe_results(results))
     if config.do_predict:

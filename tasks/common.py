@@ -4,6 +4,9 @@ its task's own flags, and may give a shared flag its own default or help, or lea
 from absl import flags
 
 FLAGS = flags.FLAGS
+# The flags `define_run_flags` defines belong to the entry point that calls it (absl then lists them in that
+# entry point's --help, not only under --helpfull), as if it had defined them itself.
+flags.disclaim_key_flags()
 _STRATEGIES = ["one_device", "mirrored", "multi_worker_mirrored", "tpu"]
 
 # name -> (absl DEFINE function name, default, help, enum values): the fields of `official_bert.runner.RunConfig`.
@@ -30,9 +33,15 @@ RUN_FLAGS = {
     "tpu": ("string", None, "TPU address for --distribution_strategy=tpu (name or grpc://...; '' = local)."),
     "checkpoint_steps": ("integer", 500, "Steps between checkpoints (a restarted run resumes there)."),
     "seed": ("integer", 42, "Seed for initialisation, shuffling and dropout."),
+    "deterministic": ("boolean", False, "TensorFlow op determinism: a rerun, or a resumed run, ends with "
+                      "bit-identical weights (README: what it costs)."),
     "do_train": ("boolean", True, "Train."),
     "do_eval": ("boolean", True, "Evaluate on the dev split(s)."),
     "do_predict": ("boolean", False, "Write predictions for the test split(s)."),
+    "output_dir": ("string", None, "Where evaluation results and predictions go; default: --model_dir (pass it "
+                   "to evaluate a read-only model_dir)."),
+    "overwrite": ("boolean", False, "Delete an earlier run in --model_dir and train from the start (without it, "
+                  "a training run that differs from the model_dir's earlier run is refused)."),
 }
 
 

@@ -77,8 +77,7 @@ def main(_):
 
 
 if __name__ == "__main__":
-    from official_bert.cli import quiet_native_logs, run_main
+    from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    quiet_native_logs()
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
     run_main(main)

@@ -54,7 +54,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    from official_bert.cli import quiet_native_logs, run_main
+    from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    quiet_native_logs()
     run_main(main)

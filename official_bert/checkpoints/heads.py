@@ -5,6 +5,8 @@ the encoder's, so every loader and writer goes through one table.
 
 - `BertClassifier`, `BertTokenClassifier`: HF `classifier.weight` / `.bias` (`BertForSequenceClassification`,
   `BertForTokenClassification`), Google `output_weights` [classes, hidden] / `output_bias` (`run_classifier.py`).
+- `BertMultipleChoice`: HF `classifier.weight` [1, hidden] / `.bias` (`BertForMultipleChoice`); Google released
+  no multiple-choice code, so its names are the classifier's (`output_weights` [1, hidden] / `output_bias`).
 - `BertSpanLabeler`: HF `qa_outputs.*` (`BertForQuestionAnswering`), Google `cls/squad/output_weights`
   [2, hidden] / `cls/squad/output_bias` (`run_squad.py`).
 - `BertPretrainer`: HF `cls.predictions.*` / `cls.seq_relationship.*` (`BertForPreTraining`), Google
@@ -20,18 +22,20 @@ Examples:
 from typing import List
 
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, layer_norm_specs
-from official_bert.models import BertClassifier, BertPretrainer, BertSpanLabeler, BertTokenClassifier
+from official_bert.models import (BertClassifier, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
+                                  BertTokenClassifier)
 
 
 def head_specs(model) -> List[WeightSpec]:
     """Weight specs of a task model's head (both heads of a `BertPretrainer`), in both formats.
 
     Args:
-        model: a `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler` or `BertPretrainer`.
+        model: a `BertClassifier`, `BertTokenClassifier`, `BertMultipleChoice`, `BertSpanLabeler` or
+            `BertPretrainer`.
     Raises:
         TypeError: another model, whose head has no checkpoint names.
     """
-    if isinstance(model, (BertClassifier, BertTokenClassifier)):
+    if isinstance(model, (BertClassifier, BertTokenClassifier, BertMultipleChoice)):
         return dense_specs(model.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
                            google_bias="output_bias", google_transposed=True)
     if isinstance(model, BertSpanLabeler):

@@ -49,16 +49,52 @@ class CheckpointReader:
         return np.asarray(self._tensors[name]())
 
 
-def _open_safetensors(files: List[str]) -> Dict[str, callable]:
-    from safetensors import safe_open
+class CorruptCheckpointError(ValueError):
+    """A checkpoint file that exists but cannot be read: empty, truncated, or not in its format."""
 
+
+def _safetensors_problem(file: str, error: Exception) -> str:
+    """What is wrong with an unreadable safetensors file, in words (safetensors' own reason in brackets)."""
+    size = os.path.getsize(file)
+    reason = str(error).replace("Error while deserializing header: ", "")
+    if size == 0:
+        problem = "the file is empty (0 bytes)"
+    elif size < 8 or any(s in reason for s in ("incomplete metadata", "invalid header length", "header too small")):
+        problem = f"the file is truncated ({size} bytes, shorter than its header says)"
+    else:
+        problem = f"not a safetensors file, or corrupt ({size} bytes)"
+    return f"{file}: cannot read the checkpoint: {problem} [safetensors: {reason}]; download or save it again"
+
+
+def _safe_open(file: str):
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        return safe_open(file, framework="numpy")
+    except SafetensorError as error:
+        raise CorruptCheckpointError(_safetensors_problem(file, error)) from error
+
+
+def _get_tensor(handle, file: str, name: str):
+    from safetensors import SafetensorError
+
+    try:
+        return handle.get_tensor(name)
+    except SafetensorError as error:
+        raise CorruptCheckpointError(f"{file}: cannot read tensor '{name}': {error}; download or save it again") \
+            from error
+
+
+def _open_safetensors(files: List[str]) -> Dict[str, callable]:
     tensors = {}
     for file in files:
-        handle = safe_open(file, framework="numpy")
+        if not os.path.isfile(file):
+            raise FileNotFoundError(f"{file}: shard named in the checkpoint index is missing")
+        handle = _safe_open(file)
         for name in handle.keys():
             # Old exports name LayerNorm parameters gamma/beta; transformers renames them on load, so do we.
             canonical = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
-            tensors[canonical] = (lambda h=handle, n=name: h.get_tensor(n))
+            tensors[canonical] = (lambda h=handle, f=file, n=name: _get_tensor(h, f, n))
     return tensors
 
 
@@ -68,7 +104,11 @@ def _open_hf(directory: str) -> CheckpointReader:
     if os.path.isfile(single):
         return CheckpointReader("hf", single, os.path.join(directory, "config.json"), _open_safetensors([single]))
     with open(index, encoding="utf-8") as f:
-        shards = sorted(set(json.load(f)["weight_map"].values()))
+        try:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (ValueError, KeyError, AttributeError, TypeError) as error:
+            raise CorruptCheckpointError(f"{index}: not a safetensors index (expected JSON with a \"weight_map\" of "
+                                         f"tensor name -> shard file): {error!r}") from error
     files = [os.path.join(directory, s) for s in shards]
     return CheckpointReader("hf", index, os.path.join(directory, "config.json"), _open_safetensors(files))
 
@@ -76,9 +116,23 @@ def _open_hf(directory: str) -> CheckpointReader:
 def _open_google(prefix: str, config_path) -> CheckpointReader:
     import tensorflow as tf
 
-    reader = tf.train.load_checkpoint(prefix)
-    names = reader.get_variable_to_shape_map()
-    tensors = {name: (lambda n=name: reader.get_tensor(n)) for name in names}
+    def unreadable(error, what="cannot read the TF checkpoint"):
+        return CorruptCheckpointError(f"{prefix}: {what} ({prefix}.index + {prefix}.data-*): "
+                                      f"{getattr(error, 'message', error)}; download or save it again")
+
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        names = reader.get_variable_to_shape_map()
+    except tf.errors.OpError as error:
+        raise unreadable(error) from error
+
+    def get(name):
+        try:
+            return reader.get_tensor(name)
+        except (tf.errors.OpError, IndexError) as error:  # a truncated data shard: "Read less bytes than requested"
+            raise unreadable(error, f"cannot read variable '{name}'") from error
+
+    tensors = {name: (lambda n=name: get(n)) for name in names}
     return CheckpointReader("google", prefix, config_path, tensors)
 
 

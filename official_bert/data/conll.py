@@ -14,14 +14,19 @@ Examples:
 ['O', 'B-LOC', 'B-MISC', 'B-ORG', 'B-PER', 'I-LOC', 'I-MISC', 'I-ORG', 'I-PER']
 
 A line with a word but no tag, a malformed tag, or (given `label_set`) a tag outside the label set is a
-ValueError naming the file and the 1-based line.
+ValueError naming the file and the 1-based line. A file read as IOB2 whose entities open with `I-` and never
+with `B-` is IOB1 read without `tag_scheme="iob1"`: a ValueError too; an IOB2 file with some `I-` openings
+among `B-` ones is read as it is, with a warning.
 """
 
 import dataclasses
+import logging
 import os
 from typing import Iterable, List, Optional, Sequence
 
 import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 TAG_SCHEMES = ("iob1", "iob2")
 DOCSTART = "-DOCSTART-"
@@ -90,6 +95,44 @@ def iob1_to_iob2(tags: Sequence[str]) -> List[str]:
     return out
 
 
+def _opens_entity(tag: str, previous: str) -> bool:
+    """Whether `tag` starts an entity rather than continuing `previous`'s (at a sentence start, `previous` is O)."""
+    return tag != "O" and (previous == "O" or previous[2:] != tag[2:])
+
+
+def check_iob2(examples: ConllExamples):
+    """Refuses IOB1 tags read as IOB2, and warns about IOB2 tags with entities opened by `I-`.
+
+    In IOB2 every entity opens with `B-X`; in IOB1 with `I-X` (`B-X` only between two adjacent entities of
+    type X). A file whose entities open with `I-X` (after O, at a sentence start, or after another type)
+    and never with `B-X` is IOB1.
+
+    Raises:
+        ValueError: the file is IOB1; the message names it and the first such line, and says what to pass.
+    """
+    i_openings, b_openings, first = 0, 0, None
+    for tags, lines in zip(examples.tags, examples.lines):
+        previous = None  # a sentence start
+        for tag, lineno in zip(tags, lines):
+            if _opens_entity(tag, previous or "O"):
+                if tag.startswith("B-"):
+                    b_openings += 1
+                else:
+                    i_openings += 1
+                    first = first or (lineno, tag, previous)
+            previous = tag
+    if not i_openings:
+        return
+    lineno, tag, previous = first
+    where = f"line {lineno}: {tag!r} " + ("at a sentence start" if previous is None else f"after {previous!r}")
+    if not b_openings:
+        raise ValueError(f"{examples.source}: the tags are IOB1, not IOB2: I-<type> opens {i_openings} entities "
+                         f"(first at {where}) and B-<type> none; pass --tag_scheme=iob1 (tag_scheme='iob1')")
+    logger.warning("%s: I-<type> opens %d entities (first at %s) in an IOB2 file (B-<type> opens %d); they are read "
+                   "as they are (--tag_scheme=iob1 would read each such I-<type> as B-<type>)",
+                   examples.source, i_openings, where, b_openings)
+
+
 def label_names(tag_sequences: Iterable[Sequence[str]]) -> List[str]:
     """The label set of some tag sequences: "O" first, then the other tags sorted."""
     tags = {tag for tags in tag_sequences for tag in tags}
@@ -107,7 +150,7 @@ def read_conll(path: str, tag_scheme: str = "iob2", label_set: Optional[Sequence
     Raises:
         FileNotFoundError: no such file.
         ValueError: a line with only a word (no tag), a malformed tag, or a tag outside `label_set`; the
-            message names the file and the line.
+            message names the file and the line. Or IOB1 tags read as "iob2" (see `check_iob2`).
     """
     if tag_scheme not in TAG_SCHEMES:
         raise ValueError(f"tag_scheme must be one of {', '.join(TAG_SCHEMES)}, got {tag_scheme!r}")
@@ -147,4 +190,6 @@ def read_conll(path: str, tag_scheme: str = "iob2", label_set: Optional[Sequence
             tags.append(fields[-1])
             lines.append(lineno)
     close_sentence()
+    if tag_scheme == "iob2":
+        check_iob2(examples)
     return examples

@@ -33,6 +33,13 @@ class TaskModel(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=self.default_metrics() if metrics == "auto" else metrics,
                         **kwargs)
 
+    def compile_from_config(self, config):
+        """Compiles a model read back by `keras.saving.load_model` as it was saved (Keras skips a model whose
+        `compile` is overridden unless it defines this); Keras then restores the optimizer's state."""
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return reducible_across_workers(super().compute_metrics(x, y, y_pred, sample_weight))
 

@@ -8,6 +8,29 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 
 from official_bert import model_dir
 
+# A training split where fewer than this share of the examples read can be trained on is an error.
+MIN_USABLE_SHARE = 0.5
+
+
+def check_training_examples(source, usable, read, what="examples", why="unusable"):
+    """Refuses a training split with nothing to train on, or where most examples were dropped.
+
+    Args:
+        source: the file (or dataset name) read.
+        usable: how many examples (or windows) training gets.
+        read: how many examples the source held.
+        what: what is counted ("examples", "questions", "sentences").
+        why: why the others were dropped (for the message).
+
+    Raises:
+        ValueError: naming the source and the counts.
+    """
+    if read == 0:
+        raise ValueError(f"{source}: no training {what}; an empty training split would give an untrained model")
+    if usable == 0 or usable < MIN_USABLE_SHARE * read:
+        raise ValueError(f"{source}: only {usable} of {read} training {what} can be trained on ({read - usable} "
+                         f"{why}); at least {MIN_USABLE_SHARE:.0%} must be")
+
 
 class Task:
     """Base class of the task objects.
@@ -50,6 +73,16 @@ class Task:
         """The task's facts for task.json (name, labels, ...), besides the sequence length and casing."""
         raise NotImplementedError
 
+    def train_sources(self):
+        """The training data: file paths (their sizes and SHA-256 go into run.json) or names (a TFDS split), so
+        a later run on other data is not taken for a resume."""
+        return []
+
+    def training_settings(self):
+        """The task's own settings that change what training learns (e.g. SQuAD's doc stride), for run.json;
+        default none."""
+        return {}
+
     def run_settings(self):
         """Settings recorded in task.json that a later run into the same model_dir may change (e.g. SQuAD's
         answer lengths and null-score threshold, which export reads); default none."""
@@ -76,7 +109,8 @@ class Task:
         """`(num_examples, make_dataset)`: the training examples (windows) of one epoch, and
         `make_dataset(batch_size) -> tf.data.Dataset`, the infinite, deterministic stream of training batches
         (shuffled with the run's seed; the runner skips what a resumed run has trained, and under multi-worker
-        training gives each worker its share of every global batch)."""
+        training gives each worker its share of every global batch). Called before anything is written; raises
+        ValueError (`check_training_examples`) when the split has nothing, or too little, to train on."""
         raise NotImplementedError
 
     def train_steps(self, config, num_examples):
@@ -113,5 +147,5 @@ class Task:
                                             for k, v in sorted(results.items()) if not isinstance(v, (dict, list)))
 
     def predict(self, model, context):
-        """Writes the task's prediction files into `context.out_dir`."""
+        """Writes the task's prediction files into `context.results_dir`."""
         raise NotImplementedError

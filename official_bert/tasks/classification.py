@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task
+from official_bert.tasks.base import Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +66,22 @@ class ClassificationTask(Task):
 
         return TextPreprocessor(context.vocab_file, context.lower_case, context.config.max_seq_length)
 
+    def train_sources(self):
+        from official_bert.data.glue import glue_file_path
+
+        if self.data_dir:
+            return [glue_file_path(self.glue_task, self.data_dir, "train")]
+        return [f"tfds:glue/{self.glue_task.name.lower()}[train]"]
+
+    def training_settings(self):
+        return {"skip_bad_rows": self.skip_bad_rows}
+
     def train_dataset(self, context):
         from official_bert.data.classification_dataset import classification_dataset
 
         train, packer, config = self.read_split("train"), self._packer(context), context.config
+        check_training_examples(train.source, len(train.text_a), len(train.text_a) + train.num_skipped,
+                                why="malformed rows skipped")
 
         def make_dataset(batch_size):
             return classification_dataset(train.text_a, train.text_b, train.labels, packer, batch_size,
@@ -105,11 +117,11 @@ class ClassificationTask(Task):
     def predict(self, model, context):
         """GLUE submission TSVs (`index`, `prediction`) for every test split, in `predictions/`."""
         task = self.glue_task
-        os.makedirs(os.path.join(context.out_dir, "predictions"), exist_ok=True)
+        os.makedirs(os.path.join(context.results_dir, "predictions"), exist_ok=True)
         for split in task.test_splits:
             examples = self.read_split(split)
             predictions = self._predict(model, context, examples)
-            path = os.path.join(context.out_dir, "predictions", f"{_SUBMISSION_NAMES.get(split, task.name)}.tsv")
+            path = os.path.join(context.results_dir, "predictions", f"{_SUBMISSION_NAMES.get(split, task.name)}.tsv")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("index\tprediction\n")
                 for index, prediction in zip(examples.ids, predictions):

@@ -148,6 +148,13 @@ class PretrainingTask(Task):
         return {"task": "pretraining", "max_predictions_per_seq": self.max_predictions_per_seq,
                 "config": self.bert_config.to_dict()}
 
+    def train_sources(self):
+        return list(self.train_paths or [])
+
+    def training_settings(self):
+        return {"num_warmup_steps": self.num_warmup_steps, "masked_lm_prob": self.masked_lm_prob,
+                "do_whole_word_mask": self.do_whole_word_mask, "text_files": bool(self.text_files)}
+
     def describe_run(self, context):
         bert_config, config = context.bert_config, context.config
         return (f"Pre-training {bert_config.num_hidden_layers} layers, hidden {bert_config.hidden_size} on "

@@ -3,7 +3,7 @@
 import logging
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task
+from official_bert.tasks.base import Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +84,12 @@ class SquadTask(Task):
     def run_settings(self):
         return {name: getattr(self, name) for name in ANSWER_SETTINGS}
 
+    def train_sources(self):
+        return [self.train_file or f"tfds:{self.tfds_name}[train]"]
+
+    def training_settings(self):
+        return {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
+
     def _features(self, examples, context, source, is_training):
         from official_bert.data.squad import build_features
 
@@ -95,7 +101,9 @@ class SquadTask(Task):
     def train_dataset(self, context):
         from official_bert.data.squad import squad_dataset
 
-        features, _ = self._features(self.train, context, self.train_source, is_training=True)
+        features, stats = self._features(self.train, context, self.train_source, is_training=True)
+        check_training_examples(self.train_source, stats["examples"] - stats["skipped_examples"], stats["examples"],
+                                what="questions", why="answer not found in the context")
         config = context.config
 
         def make_dataset(batch_size):
@@ -116,8 +124,8 @@ class SquadTask(Task):
                                   n_best_size=self.n_best_size, max_answer_length=self.max_answer_length,
                                   version_2_with_negative=self.version_2_with_negative,
                                   null_score_diff_threshold=self.null_score_diff_threshold)
-        write_predictions(predictions, context.out_dir)
-        logger.info("Wrote predictions of %d questions to %s", len(predictions.predictions), context.out_dir)
+        write_predictions(predictions, context.results_dir)
+        logger.info("Wrote predictions of %d questions to %s", len(predictions.predictions), context.results_dir)
         if not has_gold_answers(examples):
             return None
         version = "2.0" if self.version_2_with_negative else "1.1"

@@ -5,7 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task
+from official_bert.tasks.base import Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +61,19 @@ class TaggingTask(Task):
     def task_info(self):
         return {"task": "ner", "label_names": self.labels, "num_labels": len(self.labels)}
 
+    def train_sources(self):
+        from official_bert.data.conll import conll_file_path
+
+        return [conll_file_path(self.data_dir, "train")]
+
+    def training_settings(self):
+        return {"tag_scheme": self.tag_scheme}
+
     def train_dataset(self, context):
         from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces
 
         config, tokenizer = context.config, context.tokenizer
+        check_training_examples(self.train_sources()[0], len(self.train), len(self.train), what="sentences")
         label_ids = {tag: i for i, tag in enumerate(self.labels)}
         windows = build_windows(word_pieces(tokenizer, self.train.words), config.max_seq_length,
                                 tokenizer.get_special_tokens_dict(),
@@ -103,7 +112,7 @@ class TaggingTask(Task):
         """`predictions/<split>.txt` (word, gold, predicted tag per line) and, with a predict_text_file,
         `predictions/<name>.jsonl` (the entities of each line)."""
         tagger = self._tagger(model, context)
-        path = os.path.join(context.out_dir, "predictions", f"{self.eval_split}.txt")
+        path = os.path.join(context.results_dir, "predictions", f"{self.eval_split}.txt")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         predicted = self._predicted_tags(tagger)
         with open(path, "w", encoding="utf-8") as f:
@@ -112,7 +121,7 @@ class TaggingTask(Task):
                 f.write("\n")
         logger.info("Wrote %d predicted sentences to %s", len(predicted), path)
         if self.predict_text_file:
-            self._write_text_predictions(tagger, context.out_dir)
+            self._write_text_predictions(tagger, context.results_dir)
 
     def _write_text_predictions(self, tagger, out_dir):
         with open(self.predict_text_file, encoding="utf-8") as f:

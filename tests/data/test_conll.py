@@ -83,3 +83,34 @@ def test_split_files_and_errors(tmp_path):
         conll_file_path(str(tmp_path), "dev2")
     with pytest.raises(ValueError, match="tag_scheme must be one of"):
         read_conll(str(tmp_path / "eng.testa"), tag_scheme="bioes")
+
+
+def test_iob1_files_read_as_iob2_are_refused_naming_the_file(shared_data, tmp_path):
+    path = tmp_path / "eng.train"
+    path.write_text("EU I-ORG\nrejects O\nGerman I-MISC\n\nPeter I-PER\nBlackburn I-PER\n")
+    with pytest.raises(ValueError, match=rf"{path}: the tags are IOB1, not IOB2: I-<type> opens 3 entities \(first "
+                                         r"at line 1: 'I-ORG' at a sentence start\) and B-<type> none; pass "
+                                         r"--tag_scheme=iob1"):
+        read_conll(str(path))
+    assert read_conll(str(path), tag_scheme="iob1").tags == [["B-ORG", "O", "B-MISC"], ["B-PER", "I-PER"]]
+    # The original CoNLL-2003 files are IOB1 with a few B- tags (between adjacent entities of one type): refused too.
+    original = conll_file_path(str(shared_data / "conll2003" / "original-iob1"), "test")
+    with pytest.raises(ValueError, match=rf"{original}: the tags are IOB1, not IOB2: I-<type> opens 5628 entities "
+                                         r"\(first at line 3: 'I-LOC' after 'O'\) and B-<type> none"):
+        read_conll(original)
+
+
+def test_iob2_files_with_some_entities_opened_by_i_are_read_with_a_warning(shared_data, tmp_path, caplog):
+    path = tmp_path / "train.txt"
+    path.write_text("EU B-ORG\nrejects O\nGerman I-MISC\n\nPeter I-PER\nBlackburn I-PER\nParis I-LOC\n")
+    with caplog.at_level("WARNING", logger="official_bert.data.conll"):
+        examples = read_conll(str(path))
+    assert examples.tags[0] == ["B-ORG", "O", "I-MISC"]  # read as they are
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: I-<type> opens 3 entities (first at line 3: 'I-MISC' after 'O') in an IOB2 file (B-<type> opens 1); "
+        "they are read as they are (--tag_scheme=iob1 would read each such I-<type> as B-<type>)"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="official_bert.data.conll"):
+        read_conll(str(path), tag_scheme="iob1")
+        read_conll(conll_file_path(str(shared_data / "conll2003" / "hf-iob2"), "test"))  # the IOB2 copy is clean
+    assert not caplog.records

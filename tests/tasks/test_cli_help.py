@@ -1,0 +1,46 @@
+"""`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py."""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tasks.common import RUN_FLAGS
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+ENTRY_POINTS = ["tasks.run_classifier", "tasks.run_ner", "tasks.run_squad", "tasks.run_multiple_choice",
+                "tasks.run_pretraining", "tasks.create_pretraining_data", "export.saved_model", "export.tflite",
+                "export.predict"]
+# The run flags an entry point leaves out (its `define_run_flags(skip=...)`).
+SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_proportion", "do_predict"}}
+ABSL_FLAGS = {"flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "verbosity", "logtostderr",
+              "only_check_args", "pdb", "pdb_post_mortem", "run_with_pdb", "use_cprofile_for_profiling"}
+
+
+def _expected_flags(module):
+    """The flags the module's file defines, and the run flags when it calls `common.define_run_flags`."""
+    source = (REPO_ROOT / (module.replace(".", "/") + ".py")).read_text()
+    own = set(re.findall(r"DEFINE_\w+\(\s*\"(\w+)\"", source))
+    run = set(RUN_FLAGS) - SKIPPED_RUN_FLAGS.get(module, set()) if "define_run_flags(" in source else set()
+    return own, run
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_help_lists_the_entry_points_own_and_run_flags(module):
+    if not (REPO_ROOT / (module.replace(".", "/") + ".py")).is_file():
+        pytest.skip(f"{module} not written yet")
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]  # absl's --help exits with status 1
+    listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", result.stdout, re.MULTILINE))
+    own, run = _expected_flags(module)
+    assert own, module
+    assert own <= listed, sorted(own - listed)
+    assert run <= listed, sorted(run - listed)
+    if run:
+        assert {"init_checkpoint", "model_dir", "num_train_steps", "learning_rate"} <= listed
+    assert not listed & ABSL_FLAGS, sorted(listed & ABSL_FLAGS)  # absl's own stay under --helpfull
+    assert "Try --helpfull to get a list of all flags." in result.stdout

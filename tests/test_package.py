@@ -1,0 +1,64 @@
+"""`import official_bert` registers every Keras object of ours and exports the task models."""
+
+import pathlib
+import subprocess
+import sys
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+SAVE = """
+import numpy as np
+from official_bert.config import BertConfig
+from official_bert.models.classifier import BertClassifier
+from official_bert.models.encoder import BertEncoder
+from official_bert.optimization import create_optimizer
+
+config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                    max_position_embeddings=40)
+model = BertClassifier(BertEncoder(config), 3)
+model.compile(optimizer=create_optimizer(1e-3, 10, 1))
+inputs = {"input_word_ids": np.arange(16, dtype="int32").reshape(2, 8) % 100,
+          "input_mask": np.ones((2, 8), "int32"), "input_type_ids": np.zeros((2, 8), "int32")}
+model.fit(inputs, np.array([0, 2]), epochs=1, verbose=0)
+model.save(sys.argv[1])
+np.save(sys.argv[2], model.predict(inputs, verbose=0))
+"""
+
+# A fresh process that imports nothing of ours but the package itself.
+LOAD = """
+import keras
+import numpy as np
+import official_bert
+
+model = keras.saving.load_model(sys.argv[1])
+inputs = {"input_word_ids": np.arange(16, dtype="int32").reshape(2, 8) % 100,
+          "input_mask": np.ones((2, 8), "int32"), "input_type_ids": np.zeros((2, 8), "int32")}
+np.testing.assert_allclose(model.predict(inputs, verbose=0), np.load(sys.argv[2]), atol=1e-6)
+print(type(model).__name__, type(model.optimizer).__name__, int(model.optimizer.iterations.numpy()))
+model.fit(inputs, np.array([0, 2]), epochs=1, verbose=0)  # training goes on from the restored state
+print(int(model.optimizer.iterations.numpy()))
+"""
+
+
+def _python(code, *args):
+    return subprocess.run([sys.executable, "-c", "import sys\n" + code, *map(str, args)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_compiled_model_saved_as_keras_reloads_after_importing_the_package(tmp_path):
+    saved = _python(SAVE, tmp_path / "model.keras", tmp_path / "logits.npy")
+    assert saved.returncode == 0, saved.stderr[-3000:]
+    loaded = _python(LOAD, tmp_path / "model.keras", tmp_path / "logits.npy")
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert loaded.stdout.split() == ["BertClassifier", "AdamW", "1", "2"]
+
+
+def test_the_task_models_are_importable_from_the_package():
+    import official_bert
+    from official_bert.models import (BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer,
+                                      BertSpanLabeler, BertTokenClassifier)
+
+    for model in (BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
+                  BertTokenClassifier):
+        assert getattr(official_bert, model.__name__) is model
+        assert model.__name__ in official_bert.__all__

@@ -1,0 +1,236 @@
+"""The runner refuses what would silently give a wrong model: empty training data, a second run in a model_dir in
+use, a different run resumed as if it were the same; it writes nothing before its inputs are checked, and
+evaluating a finished run writes none of its training files."""
+
+import hashlib
+import json
+import pathlib
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from official_bert.model_dir_lock import ModelDirInUseError, ModelDirLock
+from official_bert.runner import RunConfig, run
+from official_bert.tasks.classification import ClassificationTask
+from official_bert.tasks.squad import SquadTask
+from official_bert.tasks.tagging import TaggingTask
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+
+
+def _mrpc(shared_data, directory, train_rows=40, train_lines=None):
+    """An MRPC directory: the first `train_rows` rows of the real train.tsv (or `train_lines` as given) and the
+    first 16 rows of dev and 8 of test."""
+    directory.mkdir(parents=True, exist_ok=True)
+    source = shared_data / "glue" / "MRPC"
+    train = (source / "train.tsv").read_text(encoding="utf-8-sig").splitlines()
+    lines = train_lines if train_lines is not None else train[1:1 + train_rows]
+    (directory / "train.tsv").write_text("\n".join([MRPC_HEADER, *lines]) + "\n", encoding="utf-8")
+    dev = (source / "dev.tsv").read_text(encoding="utf-8-sig").splitlines()
+    (directory / "dev.tsv").write_text("\n".join([MRPC_HEADER, *dev[1:17]]) + "\n", encoding="utf-8")
+    test = (source / "test.tsv").read_text(encoding="utf-8-sig").splitlines()
+    (directory / "test.tsv").write_text("\n".join(test[:9]) + "\n", encoding="utf-8")
+    return directory
+
+
+def _config(model_dir, checkpoint, **overrides):
+    values = dict(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=32, train_batch_size=4,
+                  eval_batch_size=16, num_train_steps=2, checkpoint_steps=1)
+    return RunConfig(**{**values, **overrides})
+
+
+def _task(data_dir, **kwargs):
+    return ClassificationTask("MRPC", data_dir=str(data_dir), **kwargs)
+
+
+def _snapshot(directory):
+    """Every file under `directory`: relative path -> (SHA-256, modification time)."""
+    return {str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _weights(model_dir):
+    values = {}
+    with h5py.File(model_dir / "model.weights.h5", "r") as f:
+        f.visititems(lambda name, item: values.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None)
+    return values
+
+
+# 1. Nothing to train on is an error naming the file, raised before anything is written.
+
+@pytest.mark.parametrize("steps", [None, 3])
+def test_a_header_only_training_file_is_an_error_naming_it(shared_data, tiny_checkpoint, tmp_path, steps):
+    data = _mrpc(shared_data, tmp_path / "data", train_lines=[])
+    model_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match=f"{data / 'train.tsv'}: no training examples"):
+        run(_task(data), _config(model_dir, tiny_checkpoint, num_train_steps=steps))
+    assert not model_dir.exists()
+
+
+def test_a_split_where_most_rows_are_skipped_is_an_error_with_the_counts(shared_data, tiny_checkpoint, tmp_path):
+    good = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:4]
+    data = _mrpc(shared_data, tmp_path / "data", train_lines=good + ["broken row"] * 5)
+    with pytest.raises(ValueError, match=r"train.tsv: only 3 of 8 training examples can be trained on \(5 malformed"):
+        run(_task(data, skip_bad_rows=True), _config(tmp_path / "run", tiny_checkpoint))
+    assert not (tmp_path / "run").exists()
+
+
+def test_squad_with_no_answer_matching_its_context_is_an_error(tiny_checkpoint, tmp_path):
+    articles = [{"title": "t", "paragraphs": [{"context": "The cat sat on the mat.", "qas": [
+        {"id": f"q{i}", "question": "Where did the cat sit?", "answers": [{"text": "sofa", "answer_start": 4}]}
+        for i in range(3)]}]}]
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps({"version": "1.1", "data": articles}))
+    with pytest.raises(ValueError, match=f"{train}: only 0 of 3 training questions can be trained on"):
+        run(SquadTask(train_file=str(train), max_query_length=16),
+            _config(tmp_path / "run", tiny_checkpoint, max_seq_length=48, do_eval=False))
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_empty_conll_training_file_is_an_error(tiny_checkpoint, tmp_path):
+    data = tmp_path / "conll"
+    data.mkdir()
+    (data / "train.txt").write_text("")
+    with pytest.raises(ValueError, match=f"{data / 'train.txt'}: no training sentences"):
+        run(TaggingTask(str(data)), _config(tmp_path / "run", tiny_checkpoint, do_eval=False))
+    assert not (tmp_path / "run").exists()
+
+
+# 2. One run at a time per model_dir.
+
+def test_a_model_dir_in_use_stops_a_second_run_naming_the_holder(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom official_bert.model_dir_lock import ModelDirLock\n"
+         f"with ModelDirLock({str(model_dir)!r}):\n    print('locked', flush=True)\n    time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(ModelDirInUseError, match=rf"{model_dir} is in use by another run \(pid {holder.pid} on "):
+            run(_task(_mrpc(shared_data, tmp_path / "data")), _config(model_dir, tiny_checkpoint))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(p.name for p in model_dir.iterdir()) == ["run.lock"]  # the second run wrote nothing
+    with ModelDirLock(str(model_dir)):  # a killed holder's lock is free at once (the system releases it)
+        pass
+
+
+def test_the_lock_is_exclusive_and_released(tmp_path):
+    with ModelDirLock(str(tmp_path)):
+        with pytest.raises(ModelDirInUseError, match=f"pid \\d+ on .*lock: {tmp_path / 'run.lock'}"):
+            with ModelDirLock(str(tmp_path)):
+                pass
+    with ModelDirLock(str(tmp_path)):
+        pass
+
+
+# 3. A model_dir holding another run is not continued; --overwrite starts over.
+
+def test_a_finished_model_dir_refuses_other_flags_or_data_and_overwrite_starts_over(shared_data, tiny_checkpoint,
+                                                                                   tmp_path):
+    data = _mrpc(shared_data, tmp_path / "data")
+    model_dir = tmp_path / "run"
+    run(_task(data), _config(model_dir, tiny_checkpoint))
+    record = json.loads((model_dir / "run.json").read_text())
+    assert record["flags"]["learning_rate"] == 5e-5
+    assert record["data"][0]["bytes"] == (data / "train.tsv").stat().st_size
+
+    with pytest.raises(ValueError, match=r"holds another training run: flags.learning_rate was 5e-05, this run has "
+                                         r"0.001; pass --overwrite"):
+        run(_task(data), _config(model_dir, tiny_checkpoint, learning_rate=1e-3))
+    other = _mrpc(shared_data, tmp_path / "other", train_rows=41)
+    with pytest.raises(ValueError, match=rf"holds another training run: data\[0\] \({other / 'train.tsv'}\)"):
+        run(_task(other), _config(model_dir, tiny_checkpoint))
+    # The same data elsewhere is the same run: training is complete, the evaluation the same.
+    copy = _mrpc(shared_data, tmp_path / "copy")
+    before = json.loads((model_dir / "eval_results.json").read_text())
+    assert run(_task(copy), _config(model_dir, tiny_checkpoint)) == before
+
+    run(_task(other), _config(model_dir, tiny_checkpoint, num_train_steps=3, overwrite=True))
+    assert json.loads((model_dir / "train_results.json").read_text())["steps"] == 3  # trained from the start
+    assert json.loads((model_dir / "run.json").read_text())["data"][0]["bytes"] == (other / "train.tsv").stat().st_size
+
+
+def test_a_killed_run_is_not_resumed_on_other_data(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "run"
+    run(_task(_mrpc(shared_data, tmp_path / "data")), _config(model_dir, tiny_checkpoint, do_eval=False))
+    (model_dir / "model.weights.h5").unlink()  # as if killed after its checkpoints
+    with pytest.raises(ValueError, match="holds another training run: data"):
+        run(_task(_mrpc(shared_data, tmp_path / "other", train_rows=20)), _config(model_dir, tiny_checkpoint))
+
+
+def test_overwrite_refuses_a_directory_that_is_not_a_model_dir(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "mine"
+    model_dir.mkdir()
+    (model_dir / "notes.txt").write_text("keep me")
+    with pytest.raises(ValueError, match="not a model_dir of ours, so nothing was deleted"):
+        from official_bert.run_record import clear_earlier_run
+        clear_earlier_run(str(model_dir))
+    assert (model_dir / "notes.txt").read_text() == "keep me"
+
+
+# 4. A failed run does not block its corrected retry.
+
+def test_a_failed_run_leaves_nothing_that_blocks_its_retry(shared_data, tiny_checkpoint, tmp_path):
+    model_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match="no training examples"):
+        run(_task(_mrpc(shared_data, tmp_path / "empty", train_lines=[])), _config(model_dir, tiny_checkpoint))
+    assert not model_dir.exists()
+    # A run that stopped after writing task.json but before its first checkpoint holds no progress either.
+    model_dir.mkdir()
+    (model_dir / "task.json").write_text(json.dumps({"task": "MRPC", "kind": "classification", "max_seq_length": 48,
+                                                     "do_lower_case": True, "label_names": ["0", "1"]}))
+    run(_task(_mrpc(shared_data, tmp_path / "data")), _config(model_dir, tiny_checkpoint, do_eval=False))
+    assert json.loads((model_dir / "task.json").read_text())["max_seq_length"] == 32
+
+
+# 6. Evaluating a finished run writes none of its training files.
+
+def test_evaluating_a_finished_run_writes_only_its_results(shared_data, tiny_checkpoint, tmp_path):
+    data = _mrpc(shared_data, tmp_path / "data")
+    model_dir = tmp_path / "run"
+    trained = run(_task(data), _config(model_dir, tiny_checkpoint))
+    before = _snapshot(model_dir)
+    out = tmp_path / "results"
+    evaluate_only = _config(model_dir, "/nonexistent/checkpoint", do_train=False, output_dir=str(out),
+                            do_predict=True)
+    results = run(_task(data), evaluate_only)  # the model_dir's own model, vocab and casing: no checkpoint read
+    assert results == trained == json.loads((out / "eval_results.json").read_text())
+    assert (out / "predictions" / "MRPC.tsv").is_file()
+    assert _snapshot(model_dir) == before
+
+
+def test_a_read_only_results_directory_is_an_error_before_anything_runs(shared_data, tiny_checkpoint, tmp_path,
+                                                                       monkeypatch):
+    import os
+
+    from official_bert import runner
+
+    real_access = os.access
+    monkeypatch.setattr(runner.os, "access", lambda path, mode: False if str(path).startswith(str(tmp_path / "ro"))
+                        else real_access(path, mode))
+    (tmp_path / "ro").mkdir()
+    with pytest.raises(ValueError, match=r"--model_dir=.*ro/run cannot be written \(read-only\).*pass --output_dir"):
+        run(_task(_mrpc(shared_data, tmp_path / "data")),
+            _config(tmp_path / "ro" / "run", tiny_checkpoint, do_train=False))
+
+
+# 8. Under --deterministic a rerun gives bit-identical weights (in fresh processes: op determinism is global).
+
+def test_deterministic_reruns_give_identical_weights(shared_data, tiny_checkpoint, tmp_path):
+    data = _mrpc(shared_data, tmp_path / "data")
+    for name in ("a", "b"):
+        subprocess.run([sys.executable, "-m", "tasks.run_classifier", "--task=MRPC", f"--data_dir={data}",
+                        f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={tmp_path / name}",
+                        "--max_seq_length=32", "--train_batch_size=4", "--num_train_steps=3", "--do_eval=false",
+                        "--deterministic"], cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
+    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["flags"]["deterministic"] is True
