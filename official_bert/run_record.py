@@ -1,9 +1,10 @@
 """What defines a training run, recorded in `<model_dir>/run.json`, so a resume never continues another run.
 
 A run is defined by its task (task.json's facts and the task's training settings), its training flags and its
-training data (each file's size and SHA-256; a TFDS split by name). A later training run into a model_dir that
-holds progress of an earlier one (checkpoints or trained weights) must have the same record; the first
-difference is named, and `--overwrite` (or another `--model_dir`) starts over.
+training data: each file's size and SHA-256 (of its first and last MiB when the data is over 1 GiB in all), a
+TFDS split by name. A later training run into a model_dir that holds progress of an earlier one (checkpoints or
+trained weights) must have the same record; the first difference is named, and `--overwrite` (or another
+`--model_dir`) starts over.
 
 Examples:
 
@@ -28,26 +29,31 @@ RUN_FILE = "run.json"
 TRAINING_FIELDS = ("init_checkpoint", "max_seq_length", "train_batch_size", "learning_rate", "num_train_epochs",
                    "num_train_steps", "warmup_proportion", "weight_decay", "optimizer", "adam_epsilon",
                    "mixed_precision", "seed", "deterministic")
-# Files larger than this are fingerprinted by size and their first and last MiB (pre-training corpora).
+# Training data larger than this in all is fingerprinted by each file's size and its first and last MiB
+# (pre-training corpora), so that starting a run does not read it all.
 _FULL_HASH_BYTES = 1 << 30
 _MIB = 1 << 20
 
 
-def file_fingerprint(path):
-    """`{"file", "bytes", "sha256"}` of a data file (`sha256` of the first and last MiB for files over 1 GiB,
-    marked `"sampled": true`)."""
+def file_fingerprint(path, sampled=False):
+    """`{"file", "bytes", "sha256"}` of a data file.
+
+    Args:
+        path: the file.
+        sampled: hash only its first and last MiB (marked `"sampled": true`).
+    """
     size = os.path.getsize(path)
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        if size <= _FULL_HASH_BYTES:
+        if not sampled:
             for block in iter(lambda: f.read(_MIB), b""):
                 digest.update(block)
         else:
             digest.update(f.read(_MIB))
-            f.seek(size - _MIB)
+            f.seek(max(size - _MIB, 0))
             digest.update(f.read(_MIB))
     fingerprint = {"file": os.path.abspath(path), "bytes": size, "sha256": digest.hexdigest()}
-    if size > _FULL_HASH_BYTES:
+    if sampled:
         fingerprint["sampled"] = True
     return fingerprint
 
@@ -60,7 +66,9 @@ def run_record(config, task, lower_case):
         task: the task (`task_info()`, `training_settings()`, `train_sources()`).
         lower_case: the resolved casing.
     """
-    sources = [file_fingerprint(s) if os.path.isfile(s) else {"source": s} for s in task.train_sources()]
+    files = [s for s in task.train_sources() if os.path.isfile(s)]
+    sampled = sum(os.path.getsize(f) for f in files) > _FULL_HASH_BYTES
+    sources = [file_fingerprint(s, sampled) if os.path.isfile(s) else {"source": s} for s in task.train_sources()]
     return {"task": {"kind": task.kind, **task.task_info(), **task.training_settings()},
             "flags": {**{name: getattr(config, name) for name in TRAINING_FIELDS}, "do_lower_case": lower_case},
             "data": sources}
