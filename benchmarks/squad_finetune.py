@@ -46,6 +46,7 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.resumable import check_same_flags, read_json
 from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,37 +94,11 @@ def write_split(source, work, eval_articles, max_train, max_eval):
     return paths, splits["eval"]
 
 
-def check_same_run(work, args):
-    """Records the run's flags in `<work>/benchmark.json`, or checks a resumed run's flags equal them.
-
-    Raises: ValueError naming the first flag that differs from the recorded run's.
-    """
-    flags = {name: value for name, value in sorted(vars(args).items()) if name != "out"}
-    path = os.path.join(work, "benchmark.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            recorded = json.load(f)
-        for name in sorted(set(flags) | set(recorded)):
-            if flags.get(name) != recorded.get(name):
-                raise ValueError(f"{path}: --{name} was {recorded.get(name)!r} in the run being resumed, now "
-                                 f"{flags.get(name)!r}; pass the same flags or a fresh --out")
-        print(f"Resuming the run in {work}", flush=True)
-        return
-    os.makedirs(work, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(flags, f, indent=2)
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def run_ours(paths, args, model_dir):
     if os.path.exists(os.path.join(model_dir, "eval_results.json")):
         print(f"ours: {model_dir} has finished; its results are reused", flush=True)
-        train = _read_json(os.path.join(model_dir, "train_results.json"))
-        return (_read_json(os.path.join(model_dir, "eval_results.json")), train["steady_examples_per_second"],
+        train = read_json(os.path.join(model_dir, "train_results.json"))
+        return (read_json(os.path.join(model_dir, "eval_results.json")), train["steady_examples_per_second"],
                 train["seconds"])
     flags = [f"--train_file={paths['train']}", f"--predict_file={paths['eval']}",
              f"--init_checkpoint={args.checkpoint}",
@@ -142,7 +117,7 @@ def run_pytorch(paths, eval_data, args, work):
     results_path = os.path.join(work, "pytorch", "results.json")
     if os.path.exists(results_path):
         print(f"pytorch: {results_path} exists; its results are reused", flush=True)
-        results = _read_json(results_path)
+        results = read_json(results_path)
         return results["metrics"], results["steady_examples_per_second"], results["seconds"]
     os.makedirs(os.path.dirname(results_path), exist_ok=True)
 
@@ -219,7 +194,7 @@ def main():
 
     source = args.data_file or os.path.join(SHARED_DATA, DATA_FILES[args.version])
     work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
-    check_same_run(work, args)
+    check_same_flags(work, args)
     model_dir = os.path.join(work, "ours")
     with open(source, encoding="utf-8") as f:
         num_articles = len(json.load(f)["data"])

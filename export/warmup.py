@@ -21,11 +21,14 @@ def warmup_requests(module):
     """The requests for one exported module, from its `warmup_texts()`.
 
     Args:
-        module: an `export.serving_module.ServingModule`.
+        module: an `export.serving_module.ServingModule`; one whose inputs are not one string per text feature
+            (multiple choice) builds its own with a `warmup_requests()` method.
 
     Returns:
         list of `(signature_name, {input name: np.ndarray})`.
     """
+    if hasattr(module, "warmup_requests"):
+        return module.warmup_requests()
     texts = {name: np.array(values, dtype=object) for name, values in module.warmup_texts().items()}
     examples = []
     for row in range(len(texts[module.text_features[0]])):

@@ -342,25 +342,6 @@ def _to_str(value) -> str:
     return str(value)
 
 
-def _download_host_unreachable(builder, timeout=5.0):
-    """The host of the builder's download URL when it cannot be reached within `timeout` seconds, else None.
-
-    Offline, TFDS retries a download for minutes before it fails: this answers at once.
-    """
-    import socket
-    import urllib.parse
-
-    url = getattr(builder.builder_config, "data_url", None) or ""
-    host = urllib.parse.urlparse(url).hostname
-    if not host:
-        return None
-    try:
-        socket.create_connection((host, 443), timeout=timeout).close()
-        return None
-    except OSError:
-        return host
-
-
 def load_tfds_glue(task, split: str, data_dir: Optional[str] = None, download: bool = False) -> GlueExamples:
     """Loads one split of a GLUE task from tensorflow-datasets.
 
@@ -384,7 +365,9 @@ def load_tfds_glue(task, split: str, data_dir: Optional[str] = None, download: b
     where = data_dir or "the default TFDS directory (~/tensorflow_datasets)"
     builder = tfds.builder(task.tfds_name, data_dir=data_dir)
     if download and not builder.is_prepared():
-        host = _download_host_unreachable(builder)
+        from official_bert.data.downloads import unreachable_host
+
+        host = unreachable_host(getattr(builder.builder_config, "data_url", None))
         if host:
             raise FileNotFoundError(
                 f"TFDS dataset {task.tfds_name} is not prepared in {where} and {host} cannot be reached to download "

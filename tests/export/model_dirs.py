@@ -1,4 +1,5 @@
-"""Tiny model_dirs in the layout `tasks.run_classifier` / `run_ner` / `run_squad` / `run_pretraining` write.
+"""Tiny model_dirs in the layout `tasks.run_classifier` / `run_ner` / `run_squad` / `run_multiple_choice` /
+`run_pretraining` write.
 
 The model_dirs are written with the same library calls as `tasks/common.py` (`task.json` with the task's
 fields, `bert_config.json`, `vocab.txt`, `model.weights.h5`) instead of running the task CLIs (a CLI
@@ -23,8 +24,8 @@ def write_model_dir(path, model, task_info, vocab_file, seq_length):
     """A model_dir as `official_bert.runner` leaves it (the kind follows from task_info's "task")."""
     from official_bert import model_dir as model_dirs
 
-    kind = {"ner": model_dirs.TAGGING, "squad": model_dirs.SQUAD, "pretraining": model_dirs.PRETRAINING}.get(
-        task_info["task"], model_dirs.CLASSIFICATION)
+    kind = {"ner": model_dirs.TAGGING, "squad": model_dirs.SQUAD, "pretraining": model_dirs.PRETRAINING,
+            "multiple_choice": model_dirs.MULTIPLE_CHOICE}.get(task_info["task"], model_dirs.CLASSIFICATION)
     path.mkdir(parents=True)
     model_dirs.write_task_info(str(path), kind, {**task_info, "max_seq_length": seq_length, "do_lower_case": True})
     model_dirs.write_json(str(path / "bert_config.json"), model.encoder.config.to_dict())
@@ -65,3 +66,15 @@ def tiny_pretrainer(seed):
 
     keras.utils.set_random_seed(seed)
     return BertPretrainer(BertEncoder(tiny_bert_config()))
+
+
+def multiple_choice_dir(path, vocab_file, seq_length=48, seed=11):
+    """A `tasks.run_multiple_choice` model_dir holding a random `BertMultipleChoice` (see the module notes)."""
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.multiple_choice import BertMultipleChoice
+
+    keras.utils.set_random_seed(seed)
+    model = BertMultipleChoice(BertEncoder(tiny_bert_config()))
+    return write_model_dir(path, model, {"task": "multiple_choice"}, vocab_file, seq_length)

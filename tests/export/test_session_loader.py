@@ -14,13 +14,14 @@ import sys
 import numpy as np
 import pytest
 
-from model_dirs import (pretraining_task_info, squad_task_info, tiny_bert_config, tiny_pretrainer, tiny_span_labeler,
-                        write_model_dir)
+from model_dirs import (multiple_choice_dir, pretraining_task_info, squad_task_info, tiny_bert_config, tiny_pretrainer,
+                        tiny_span_labeler, write_model_dir)
 from session_loader import session_and_eager_outputs
 
-KINDS = ("classifier", "regression", "tagger", "squad_v1", "squad_v2", "masked_lm", "encoder")
+KINDS = ("classifier", "regression", "tagger", "squad_v1", "squad_v2", "masked_lm", "multiple_choice", "encoder")
 PRECISIONS = ("float32", "bfloat16")
-# Sent to every text input of serving_default: a masked sentence, an empty string, non-ASCII text.
+# Sent to every text input of serving_default: a masked sentence, an empty string, non-ASCII text (multiple choice
+# reads the [batch] `choices` as one choice per question; "" is a missing one).
 RAW_TEXTS = ["Peter Blackburn flew to [MASK] on Monday.", "", "naïve café in 東京: what did it cost?"]
 
 
@@ -57,7 +58,9 @@ def answers(classifier_dir, ner_dir, tiny_checkpoint, vocab_file, tmp_path_facto
     root = tmp_path_factory.mktemp("session_loader")
     model_dirs = {"classifier": classifier_dir, "regression": _regression_dir(root, vocab_file), "tagger": ner_dir,
                   "squad_v1": _squad_dir(root, vocab_file, False), "squad_v2": _squad_dir(root, vocab_file, True),
-                  "masked_lm": _masked_lm_dir(root, vocab_file), "encoder": tiny_checkpoint}
+                  "masked_lm": _masked_lm_dir(root, vocab_file),
+                  "multiple_choice": multiple_choice_dir(root / "multiple_choice", vocab_file),
+                  "encoder": tiny_checkpoint}
     exports = {f"{kind}_{precision}": export(str(model_dirs[kind]), str(root / "exports" / f"{kind}_{precision}"),
                                              precision=precision)
                for kind in KINDS for precision in PRECISIONS}

@@ -95,3 +95,39 @@ def test_a_bfloat16_export_is_refused_with_the_way_out(classifier_dir, tmp_path)
     assert set(loaded(text=tf.constant(["A cat."]), text_b=tf.constant(["A dog."]))) >= {"logits", "label"}
     with pytest.raises(ValueError, match="bfloat16 weights .* convert a float32 export"):
         tflite.convert(version_dir, "serving_default", "none")
+
+
+def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(vocab_file, tmp_path):
+    from export.saved_model import export
+    from model_dirs import multiple_choice_dir
+
+    version_dir = export(str(multiple_choice_dir(tmp_path / "swag", vocab_file, seq_length=48)),
+                         str(tmp_path / "export"))
+    model = tflite.convert(version_dir, "serving_default", "none")
+    assert tflite.custom_ops(model) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
+    interpreter = tflite.interpreter(model)
+    assert sorted(interpreter.get_signature_list()["serving_default"]["inputs"]) == ["choices", "context"]
+    contexts = np.array(TEXTS[:3], object)
+    choices = np.array([SECOND[:3], ["He went to Belgium.", "", ""], ["Zürich, 東京 and the café " * 6, "a", "b"]],
+                       object)  # "": a missing choice
+    lite = interpreter.get_signature_runner("serving_default")(context=contexts, choices=choices)
+    assert set(lite) == {"label_id", "scores", "probabilities", "truncated"}
+    saved = tf.saved_model.load(version_dir).signatures["serving_default"](
+        context=tf.constant(contexts.astype(str)), choices=tf.constant(choices.astype(str)))
+    assert_lite_equals_saved(lite, saved)
+    assert (lite["probabilities"][1, 1:] == 0).all() and lite["label_id"][1] == 0
+    assert lite["truncated"].tolist() == [False, False, True]
+
+    tokens = tflite.convert(version_dir, "serve_tokens", "none")
+    assert tflite.custom_ops(tokens) == set()
+    pad = [0] * 42  # to the export's sequence length, 48
+    row = lambda *values: list(values) + pad  # noqa: E731
+    inputs = {"input_word_ids": np.array([[row(101, 7592, 102, 2088, 102, 0), row(101, 7592, 102, 2157, 102, 0)]],
+                                         np.int32),
+              "input_mask": np.array([[row(1, 1, 1, 1, 1, 0), row(0, 0, 0, 0, 0, 0)]], np.int32),  # one missing
+              "input_type_ids": np.array([[row(0, 0, 0, 1, 1, 0), row(0, 0, 0, 0, 0, 0)]], np.int32)}
+    lite = tflite.interpreter(tokens).get_signature_runner("serve_tokens")(**inputs)
+    saved = tf.saved_model.load(version_dir).signatures["serve_tokens"](
+        **{k: tf.constant(v) for k, v in inputs.items()})
+    assert_lite_equals_saved(lite, saved)
+    assert lite["scores"][0, 1] == -1e9

@@ -1,0 +1,35 @@
+"""What the resumable benchmarks share: a work directory that remembers the flags it was started with."""
+
+import json
+import os
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def check_same_flags(work, args, ignore=("out",)):
+    """Records the run's flags in `<work>/benchmark.json`, or checks that a resumed run's flags equal them.
+
+    Args:
+        work: the benchmark's --out directory (created).
+        args: the parsed arguments.
+        ignore: flags a resumed run may change.
+
+    Raises:
+        ValueError: naming the first flag that differs from the recorded run's.
+    """
+    flags = {name: value for name, value in sorted(vars(args).items()) if name not in ignore}
+    path = os.path.join(work, "benchmark.json")
+    if os.path.exists(path):
+        recorded = read_json(path)
+        for name in sorted(set(flags) | set(recorded)):
+            if flags.get(name) != recorded.get(name):
+                raise ValueError(f"{path}: --{name} was {recorded.get(name)!r} in the run being resumed, now "
+                                 f"{flags.get(name)!r}; pass the same flags or a fresh --out")
+        print(f"Resuming the run in {work}", flush=True)
+        return
+    os.makedirs(work, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(flags, f, indent=2)

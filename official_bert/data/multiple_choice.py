@@ -1,0 +1,267 @@
+"""Multiple-choice examples (SWAG and the like): SWAG's CSV, the same rows as JSON lines, a generic JSON-lines form,
+and tensorflow-datasets' HellaSwag.
+
+Every source gives the same `MultipleChoiceExamples`: per question a context (the first segment) and its choices
+(each a second segment, packed `[CLS] context [SEP] choice [SEP]`), the right choice's index (None for test
+splits) and an id.
+
+- SWAG CSV (`train.csv`, `val.csv`, `test.csv` of rowanz/swagaf): a header with `sent1`, `sent2`,
+  `ending0`..`ending3` and, except in `test.csv`, `label`. As transformers' `run_swag.py`: the context is `sent1`,
+  choice i is `sent2 + " " + ending_i`. The id is the unnamed first column (SWAG's row index) when there is one.
+- SWAG JSON lines: one object per line with the same fields (`sent1`, `sent2`, `ending0`.., `label`).
+- Generic JSON lines: `{"context": str, "question": str (optional), "choices": [str, ...], "label": int
+  (optional), "id": (optional)}`; choice i is `question + " " + choices[i]` (or the choice alone without a
+  question). Questions may have different numbers of choices.
+
+A malformed row is a ValueError naming the file, the 1-based line and the field. Empty choices are errors too: an
+empty string is how a batch marks a missing choice (`data.multiple_choice_dataset`). A file's rows are all labeled
+or none is (a test file).
+
+Examples:
+
+>>> examples = read_multiple_choice("../shared/data/swag/sample.jsonl")
+>>> len(examples), examples.max_choices, examples.labels[:3].tolist()
+(10, 4, [0, 3, 1])
+>>> examples.choices[0][0]
+'A drum line passes by walking down the street playing their instruments.'
+"""
+
+import csv
+import dataclasses
+import json
+import logging
+import os
+from typing import List, Optional
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+SWAG_ENDINGS = 4
+_SWAG_FIELDS = ("sent1", "sent2") + tuple(f"ending{i}" for i in range(SWAG_ENDINGS))
+# tensorflow-datasets builders of multiple-choice sets, and their splits by our names. TFDS 4.9 has no `swag`.
+TFDS_SPLITS = {"hellaswag": {"train": "train", "dev": "validation", "test": "test"}}
+
+
+@dataclasses.dataclass
+class MultipleChoiceExamples:
+    """The questions of one split, as parallel lists.
+
+    Args:
+        contexts: each question's first segment.
+        choices: each question's choices (second segments), one list per question, of any length >= 1.
+        labels: int64 index of the right choice per question, or None for an unlabeled (test) split.
+        ids: an id per question (str).
+        source: where the examples came from (a file path or a TFDS name and split).
+    """
+
+    contexts: List[str]
+    choices: List[List[str]]
+    labels: Optional[np.ndarray]
+    ids: List[str]
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.contexts)
+
+    @property
+    def max_choices(self) -> int:
+        """The largest number of choices of a question (0 for no question)."""
+        return max((len(c) for c in self.choices), default=0)
+
+    def chance_accuracy(self) -> float:
+        """The expected accuracy of a uniform random guess: the mean of 1 / choices."""
+        return float(np.mean([1.0 / len(c) for c in self.choices])) if self.choices else float("nan")
+
+
+class _Rows:
+    """Collects (context, choices, label, id) rows, checking that all or none are labeled."""
+
+    def __init__(self, path):
+        self.path, self.contexts, self.choices, self.labels, self.ids = path, [], [], [], []
+
+    def add(self, where, context, choices, label, example_id):
+        if self.contexts and (label is None) != (self.labels[0] is None):
+            raise ValueError(f"{where}: field 'label' is {'missing' if label is None else 'present'}, but the "
+                             f"file's first row {'has one' if label is None else 'has none'}; a file's rows are "
+                             f"all labeled or none is (a test file)")
+        self.contexts.append(context)
+        self.choices.append(choices)
+        self.labels.append(label)
+        self.ids.append(str(len(self.ids) if example_id is None else example_id))
+
+    def examples(self):
+        labels = None if not self.labels or self.labels[0] is None else np.asarray(self.labels, dtype=np.int64)
+        return MultipleChoiceExamples(self.contexts, self.choices, labels, self.ids, source=self.path)
+
+
+def _text(where, row, field, allow_empty=False):
+    value = row.get(field)
+    if value is None:
+        raise ValueError(f"{where}: field '{field}' missing")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: field '{field}' must be a string, got {type(value).__name__} {value!r}")
+    if not allow_empty and not value.strip():
+        raise ValueError(f"{where}: field '{field}' is empty")
+    return value
+
+
+def _label(where, raw, num_choices):
+    """The label as an int in [0, num_choices), or None for a missing / empty one."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    try:
+        label = int(raw) if not isinstance(raw, (bool, float)) else None
+    except ValueError:
+        label = None
+    if label is None or not 0 <= label < num_choices:
+        raise ValueError(f"{where}: field 'label' must be a choice index 0..{num_choices - 1}, got {raw!r}")
+    return label
+
+
+def _swag_row(where, row):
+    """(context, choices, label) of a SWAG row (CSV or JSON): sent1, and sent2 + " " + ending_i, as run_swag.py."""
+    context = _text(where, row, "sent1")
+    start = _text(where, row, "sent2", allow_empty=True)  # the second sentence's first words; may be empty
+    choices = []
+    for i in range(SWAG_ENDINGS):
+        ending = _text(where, row, f"ending{i}")
+        choices.append(f"{start} {ending}" if start.strip() else ending)
+    return context, choices, _label(where, row.get("label"), SWAG_ENDINGS)
+
+
+def _generic_row(where, row):
+    """(context, choices, label) of a generic row: `context`, and `question + " " + choice` per choice."""
+    context = _text(where, row, "context")
+    question = _text(where, row, "question", allow_empty=True) if "question" in row else ""
+    raw_choices = row["choices"]
+    if not isinstance(raw_choices, list) or not raw_choices:
+        raise ValueError(f"{where}: field 'choices' must be a non-empty list of strings, got {raw_choices!r}")
+    choices = []
+    for i, choice in enumerate(raw_choices):
+        if not isinstance(choice, str) or not choice.strip():
+            raise ValueError(f"{where}: field 'choices' [{i}] must be a non-empty string, got {choice!r}")
+        choices.append(f"{question} {choice}" if question.strip() else choice)
+    return context, choices, _label(where, row.get("label"), len(choices))
+
+
+def read_swag_csv(path) -> MultipleChoiceExamples:
+    """Reads a SWAG CSV file (`train.csv`, `val.csv`, or `test.csv` without labels).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a header without a SWAG field, or a malformed row (file, line and field named).
+    """
+    rows = _Rows(path)
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        missing = [field for field in _SWAG_FIELDS if field not in header]
+        if missing:
+            raise ValueError(f"{path}:1: the header has no field {', '.join(repr(m) for m in missing)} of a SWAG CSV "
+                             f"file; header: {header}")
+        index_column = "" if header and header[0] == "" else None  # SWAG's unnamed row index
+        line = 1
+        for row in reader:
+            where = f"{path}:{line + 1}"  # the row's first line (a quoted field may span several)
+            line = reader.line_num
+            if None in row or any(value is None for value in row.values()):
+                got = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+                raise ValueError(f"{where}: expected {len(header)} comma-separated fields ({', '.join(header)}), "
+                                 f"got {got}")
+            context, choices, label = _swag_row(where, row)
+            example_id = row[index_column].strip() if index_column is not None and row[index_column].strip() else None
+            rows.add(where, context, choices, label, example_id)
+    return rows.examples()
+
+
+def read_jsonl(path) -> MultipleChoiceExamples:
+    """Reads a JSON-lines file of SWAG rows or generic rows (see the module notes); blank lines are skipped.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line that is not a JSON object, or a malformed row (file, line and field named).
+    """
+    rows = _Rows(path)
+    with open(path, encoding="utf-8-sig") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+            if "choices" in row:
+                context, choices, label = _generic_row(where, row)
+            elif "sent1" in row or any(f"ending{i}" in row for i in range(SWAG_ENDINGS)):
+                context, choices, label = _swag_row(where, row)
+            else:
+                raise ValueError(f"{where}: field 'choices' missing (a generic row: context, question, choices, "
+                                 f"label) and no SWAG fields (sent1, sent2, ending0..ending3, label)")
+            rows.add(where, context, choices, label, row.get("id"))
+    return rows.examples()
+
+
+def read_multiple_choice(path) -> MultipleChoiceExamples:
+    """Reads a `.csv` file as SWAG's CSV, any other as JSON lines (`.jsonl`, `.json`)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    return read_swag_csv(path) if path.lower().endswith(".csv") else read_jsonl(path)
+
+
+def examples_from_tfds(name, split, records, source="") -> MultipleChoiceExamples:
+    """Converts TFDS HellaSwag records (`context`, `endings`, `label`; bytes or str) to `MultipleChoiceExamples`;
+    a split whose labels are all -1 (test) is unlabeled."""
+    rows = _Rows(source or f"{name}[{split}]")
+    for n, record in enumerate(records):
+        where = f"{rows.path} example {n}"
+        choices = [_to_str(e) for e in record["endings"]]
+        label = int(record["label"])
+        rows.add(where, _to_str(record["context"]), choices,
+                 None if label < 0 else _label(where, label, len(choices)), None)
+    return rows.examples()
+
+
+def _to_str(value) -> str:
+    return value.decode("utf-8") if isinstance(value, (bytes, np.bytes_)) else str(value)
+
+
+def load_tfds_multiple_choice(name, split, data_dir=None, download=False) -> MultipleChoiceExamples:
+    """One split ("train", "dev", "test") of a TFDS multiple-choice set (`TFDS_SPLITS`: HellaSwag).
+
+    Raises:
+        ValueError: a name or split TFDS_SPLITS does not have.
+        FileNotFoundError: the dataset is not prepared in `data_dir` (and could not be downloaded).
+    """
+    import tensorflow_datasets as tfds
+
+    if name not in TFDS_SPLITS:
+        raise ValueError(f"--tfds_name={name!r}: tensorflow-datasets has no builder for it here; one of "
+                         f"{sorted(TFDS_SPLITS)} (TFDS has no 'swag': pass SWAG's CSV files instead)")
+    if split not in TFDS_SPLITS[name]:
+        raise ValueError(f"{name}: no split {split!r}; one of {sorted(TFDS_SPLITS[name])}")
+    tfds_split = TFDS_SPLITS[name][split]
+    where = data_dir or "the default TFDS directory (~/tensorflow_datasets)"
+    builder = tfds.builder(name, data_dir=data_dir)
+    if download and not builder.is_prepared():
+        import importlib
+
+        from official_bert.data.downloads import unreachable_host
+
+        url = getattr(importlib.import_module(type(builder).__module__), "_HELLASWAG_URL", "")
+        host = unreachable_host(url)
+        if host:
+            raise FileNotFoundError(f"TFDS dataset {name} is not prepared in {where} and {host} cannot be reached "
+                                    f"to download it: pass --train_file/--eval_file, or --tfds_data_dir=<a "
+                                    f"directory where it is prepared>")
+        builder.download_and_prepare()
+    try:
+        dataset = tfds.load(name, split=tfds_split, data_dir=data_dir, download=False, shuffle_files=False)
+    except (AssertionError, FileNotFoundError, tfds.core.registered.DatasetNotFoundError) as e:
+        raise FileNotFoundError(f"TFDS dataset {name} is not prepared in {where}. Prepare it first (`tfds build "
+                                f"{name} --data_dir=DIR`) and pass DIR as --tfds_data_dir, or pass "
+                                f"--train_file/--eval_file. ({type(e).__name__}: {e})") from None
+    return examples_from_tfds(name, split, tfds.as_numpy(dataset), source=f"{name}[{tfds_split}]")

@@ -1,0 +1,135 @@
+"""Multiple-choice export: raw text (a context, [batch, n] choices with "" for missing ones) answered in a fresh
+process as the Python model answers; tf.Examples with any number of choices; token inputs; serving-safe ops;
+warm-up requests; a [batch] choices vector; TF Serving's session-based loader check."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+
+from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops, signature_ops
+from export.warmup import WARMUP_FILE, read_warmup_file
+from fresh_process import fresh_process_outputs
+from model_dirs import multiple_choice_dir
+
+SEQ_LENGTH = 32  # some SWAG sample pairs are longer: truncation is exercised
+SESSION_LOADER_CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "tools",
+                                    "session_loader_check.py")
+
+
+@pytest.fixture(scope="module")
+def questions(shared_data):
+    """The SWAG sample's questions; question 1 keeps two choices, question 4 one (the rest "")."""
+    from official_bert.data.multiple_choice import read_jsonl
+    from official_bert.data.multiple_choice_dataset import padded_choices
+
+    examples = read_jsonl(str(shared_data / "swag" / "sample.jsonl"))
+    choices = padded_choices(examples.choices)
+    choices[1, 2:] = ""
+    choices[4, 1:] = ""
+    return examples.contexts, choices
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, vocab_file):
+    from export.saved_model import export
+
+    root = tmp_path_factory.mktemp("multiple_choice")
+    model_dir = multiple_choice_dir(root / "swag", vocab_file, seq_length=SEQ_LENGTH)
+    return model_dir, export(str(model_dir), str(root / "export"))
+
+
+@pytest.fixture(scope="module")
+def python_answers(exported, questions):
+    """The Python path: `pack_choices` at the full length, then the model_dir's `BertMultipleChoice`."""
+    from official_bert.data.multiple_choice_dataset import pack_choices
+    from official_bert.model_dir import load_model_dir
+    from official_bert.text import TextPreprocessor
+
+    loaded = load_model_dir(str(exported[0]))
+    contexts, choices = questions
+    inputs, truncated = pack_choices(TextPreprocessor(loaded.vocab_file, True, SEQ_LENGTH), tf.constant(contexts),
+                                     tf.constant(choices))
+    return {name: value.numpy() for name, value in inputs.items()}, truncated.numpy(), \
+        loaded.model(inputs, training=False).numpy()
+
+
+def test_raw_text_and_tokens_in_a_fresh_process_equal_the_python_model(exported, questions, python_answers,
+                                                                       tmp_path):
+    contexts, choices = questions
+    inputs, truncated, logits = python_answers
+    out = fresh_process_outputs(tmp_path, {"mc": {"dir": exported[1], "signatures": {
+        "serving_default": {"context": list(contexts), "choices": choices.tolist()},
+        "serve_tokens": {name: value.tolist() for name, value in inputs.items()}}}})["mc"]
+    missing = choices == ""
+    assert missing.sum() == 5 and (logits[missing] == -1e9).all()
+    for signature in ("serving_default", "serve_tokens"):
+        np.testing.assert_allclose(out[f"{signature}/scores"], logits, atol=1e-5, rtol=0)
+        np.testing.assert_array_equal(out[f"{signature}/label_id"], logits.argmax(-1))
+        np.testing.assert_allclose(out[f"{signature}/probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-6)
+        assert (out[f"{signature}/probabilities"][missing] == 0).all()  # a missing choice is never scored
+    assert out["serving_default/label_id"][4] == 0 and out["serving_default/label_id"][1] in (0, 1)
+    assert len(set(logits.argmax(-1))) > 1  # the answers differ: the comparison is not vacuous
+    np.testing.assert_array_equal(out["serving_default/truncated"], truncated.any(axis=1))
+    assert out["serving_default/truncated"].any() and not out["serving_default/truncated"].all()
+
+
+def test_tf_examples_with_any_number_of_choices_answer_as_raw_text(exported, questions):
+    contexts, choices = questions
+    model = tf.saved_model.load(exported[1])
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        "context": tf.train.Feature(bytes_list=tf.train.BytesList(value=[context.encode()])),
+        "choices": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c.encode() for c in row if c]))}))
+        .SerializeToString() for context, row in zip(contexts, choices)]
+    from_examples = model.signatures["serve_examples"](examples=tf.constant(examples))
+    from_text = model.signatures["serving_default"](context=tf.constant(contexts), choices=tf.constant(choices))
+    for key in ("scores", "probabilities", "label_id", "truncated"):
+        np.testing.assert_allclose(from_examples[key].numpy(), from_text[key].numpy(), atol=1e-6, err_msg=key)
+    # A batch whose largest question has two choices gives two columns.
+    two = model.signatures["serve_examples"](examples=tf.constant([examples[1], examples[4]]))
+    assert two["scores"].shape == (2, 2) and two["scores"].numpy()[1, 1] == -1e9
+
+
+def test_a_choices_vector_is_one_choice_per_question(exported, questions):
+    contexts, choices = questions
+    model = tf.saved_model.load(exported[1]).signatures["serving_default"]
+    vector = model(context=tf.constant(contexts[:3]), choices=tf.constant(choices[:3, 0]))
+    column = model(context=tf.constant(contexts[:3]), choices=tf.constant(choices[:3, :1]))
+    assert vector["scores"].shape == (3, 1)
+    np.testing.assert_allclose(vector["scores"].numpy(), column["scores"].numpy(), atol=1e-6)
+    np.testing.assert_array_equal(vector["probabilities"].numpy(), 1.0)
+
+
+def test_serving_safe_ops_and_warmup_requests(exported):
+    version_dir = exported[1]
+    ops = signature_ops(version_dir)
+    assert set(ops) == {"serving_default", "serve_examples", "serve_tokens"}
+    for name, signature_op_set in ops.items():
+        assert disallowed_ops(signature_op_set) == set(), name
+    assert disallowed_ops(saved_model_ops(version_dir), ALLOWED_OPS | SAVER_OPS) == set()
+    requests = read_warmup_file(os.path.join(version_dir, "assets.extra", WARMUP_FILE))
+    assert [name for name, _ in requests] == ["serving_default", "serve_examples", "serve_tokens"]
+    assert requests[0][1]["choices"].shape == (2, 4) and requests[2][1]["input_word_ids"].shape == (2, 4, SEQ_LENGTH)
+    model = tf.saved_model.load(version_dir)
+    answers = [model.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
+    for answer in answers[1:]:  # the three forms of the same two questions give the same scores
+        np.testing.assert_allclose(answer["scores"], answers[0]["scores"], atol=1e-6)
+    assert (answers[0]["scores"].numpy()[1, 2:] == -1e9).all()
+
+
+def test_tf_serving_session_loader_check_passes(exported):
+    """../shared/tools/session_loader_check.py: TF Serving's loader path, every warm-up request, raw text."""
+    result = subprocess.run([sys.executable, SESSION_LOADER_CHECK, exported[1]], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "warm-up requests answered: 3" in result.stdout and "FAILED" not in result.stdout
+
+
+def test_the_model_dir_kind_and_task_json(exported):
+    task = json.loads((exported[0] / "task.json").read_text())
+    assert task["kind"] == "multiple_choice"

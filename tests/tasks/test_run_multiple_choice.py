@@ -1,0 +1,85 @@
+"""tasks.run_multiple_choice end to end through the CLI, with a tiny model: train, evaluate and predict on the real
+SWAG sample, predict a SWAG test.csv (no labels), questions with different numbers of choices, an empty train file."""
+
+import csv
+import json
+import pathlib
+import subprocess
+import sys
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _command(checkpoint, model_dir, *extra):
+    return [sys.executable, "-m", "tasks.run_multiple_choice", f"--init_checkpoint={checkpoint}",
+            f"--model_dir={model_dir}", "--max_seq_length=32", "--train_batch_size=4", "--eval_batch_size=16", *extra]
+
+
+def _run(command):
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_train_evaluate_predict_on_the_swag_sample_then_predict_a_test_csv(shared_data, tiny_checkpoint, tmp_path):
+    sample = shared_data / "swag" / "sample.jsonl"
+    model_dir = tmp_path / "swag"
+    result = _run(_command(tiny_checkpoint, model_dir, f"--train_file={sample}", f"--eval_file={sample}",
+                           "--num_train_steps=3", "--do_predict"))
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["num_examples"] == 10 and results["chance_accuracy"] == 0.25
+    assert 0.0 <= results["accuracy"] <= 1.0
+    assert "eval results" in result.stdout and "accuracy=" in result.stdout
+    task = json.loads((model_dir / "task.json").read_text())
+    assert task["kind"] == "multiple_choice" and task["max_seq_length"] == 32
+    predictions = (model_dir / "predictions" / "predictions.txt").read_text().splitlines()
+    assert len(predictions) == 10 and set(predictions) <= {"0", "1", "2", "3"}
+
+    from official_bert.model_dir import load_model_dir
+    from official_bert.models import BertMultipleChoice
+
+    assert isinstance(load_model_dir(str(model_dir)).model, BertMultipleChoice)
+
+    # SWAG's test.csv layout: no label column. Predicted with the trained model_dir, into another directory.
+    rows = [json.loads(line) for line in sample.read_text().splitlines()][:3]
+    test_csv = tmp_path / "test.csv"
+    with open(test_csv, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source", "ending0",
+                         "ending1", "ending2", "ending3"])
+        for i, row in enumerate(rows):
+            writer.writerow([i, f"v{i}", i, row["sent1"], row["sent1"], row["sent2"], "gold",
+                             *[row[f"ending{k}"] for k in range(4)]])
+    output_dir = tmp_path / "test_predictions"
+    _run([sys.executable, "-m", "tasks.run_multiple_choice", f"--model_dir={model_dir}", "--max_seq_length=32",
+          "--do_train=false", "--do_eval=false", "--do_predict", f"--predict_file={test_csv}",
+          f"--output_dir={output_dir}"])
+    # The same three questions get the same choices as in the first run's predictions of the sample.
+    assert (output_dir / "predictions" / "predictions.txt").read_text().splitlines() == predictions[:3]
+
+
+def test_questions_with_different_numbers_of_choices_train_and_evaluate(tiny_checkpoint, tmp_path):
+    data = tmp_path / "generic.jsonl"
+    rows = [{"context": f"Story {i}: the {w} went to the market.", "question": "What happened next?",
+             "choices": ["It bought bread.", "It flew to the moon.", "Nothing.", "It sang."][:2 + i % 3],
+             "label": i % 2} for i, w in enumerate(["farmer", "cat", "child", "baker", "dog", "queen"])]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    model_dir = tmp_path / "generic"
+    _run(_command(tiny_checkpoint, model_dir, f"--train_file={data}", f"--eval_file={data}", "--num_train_steps=2",
+                  "--do_predict"))
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["num_examples"] == 6
+    assert results["chance_accuracy"] == sum(1 / (2 + i % 3) for i in range(6)) / 6
+    predictions = [int(p) for p in (model_dir / "predictions" / "predictions.txt").read_text().split()]
+    assert all(0 <= p < 2 + i % 3 for i, p in enumerate(predictions))  # never a missing choice
+
+
+def test_an_empty_training_file_is_refused_naming_it_before_anything_is_written(tiny_checkpoint, tmp_path):
+    empty = tmp_path / "train.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    model_dir = tmp_path / "never"
+    result = subprocess.run(_command(tiny_checkpoint, model_dir, f"--train_file={empty}", "--do_eval=false"),
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert f"{empty}: no questions to train on" in result.stderr
+    assert not model_dir.exists()
