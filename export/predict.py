@@ -4,9 +4,11 @@
     python -m export.predict --export_dir=out/export/mrpc/1 "The cat sat." "A cat was sitting."
     python -m export.predict --export_dir=out/export/squad "Who flew?" "Peter Blackburn flew to Brussels."
     python -m export.predict --export_dir=out/export/pretraining "The cat sat on the [MASK]."
+    python -m export.predict --export_dir=out/export/swag "A drum line" "passes by." "turns the corner." "sings."
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
-texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`); the JSON
+texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`; multiple
+choice: `context`, then every choice); the JSON
 holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
 value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
 names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
@@ -69,10 +71,18 @@ def predict(export_dir, texts, output_names=None):
     model = tf.saved_model.load(resolve_version_dir(export_dir))
     signature = model.signatures["serving_default"]
     # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
-    order = [spec.name for spec in model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]]
-    if len(texts) != len(order):
+    specs = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]
+    order = [spec.name for spec in specs]
+    if specs[-1].shape.rank == 2:  # multiple choice: the context, then [1, n] choices
+        if len(texts) < len(order):
+            raise ValueError(f"the model takes a {order[0]} and at least one of its {order[-1]}, got {len(texts)} "
+                             f"text(s)")
+        feeds = {order[0]: tf.constant([texts[0]]), order[-1]: tf.constant([list(texts[1:])])}
+    elif len(texts) != len(order):
         raise ValueError(f"the model takes {len(order)} text(s) ({', '.join(order)}), got {len(texts)}")
-    outputs = signature(**{name: tf.constant([text]) for name, text in zip(order, texts)})
+    else:
+        feeds = {name: tf.constant([text]) for name, text in zip(order, texts)}
+    outputs = signature(**feeds)
     if output_names is None:
         output_names = [name for name, value in outputs.items() if _default_output(name, value)]
     unknown = set(output_names) - set(outputs)

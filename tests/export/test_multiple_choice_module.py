@@ -133,3 +133,16 @@ def test_tf_serving_session_loader_check_passes(exported):
 def test_the_model_dir_kind_and_task_json(exported):
     task = json.loads((exported[0] / "task.json").read_text())
     assert task["kind"] == "multiple_choice"
+
+
+def test_predict_cli_asks_one_question_with_its_choices(exported, questions):
+    from export.predict import predict
+
+    contexts, choices = questions
+    answer = predict(str(exported[1]), [contexts[0], *choices[0]])
+    model = tf.saved_model.load(str(exported[1])).signatures["serving_default"]
+    expected = model(context=tf.constant(contexts[:1]), choices=tf.constant(choices[:1]))
+    assert answer["label_id"] == int(expected["label_id"][0])
+    np.testing.assert_allclose(answer["probabilities"], expected["probabilities"][0].numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="takes a context and at least one of its choices, got 1"):
+        predict(str(exported[1]), [contexts[0]])
