@@ -398,6 +398,9 @@ def _train_evaluate_predict(task, context, train_data):
                                                                           heads=task.init_heads)
         if init:
             logger.info("Loaded %s (%s)", init, task.load_initial_weights(model, init))
+        if finished:  # before compiling: the file's optimizer state is the training run's, not needed here
+            model.load_weights(os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE))
+            logger.info("Loaded the trained weights of %s", config.model_dir)
         total_steps = warmup_steps = 0
         if config.do_train:
             num_examples, make_batches = train_data
@@ -413,13 +416,10 @@ def _train_evaluate_predict(task, context, train_data):
                                checkpoint_steps=config.checkpoint_steps, write_dir=context.out_dir,
                                **task.fit_options(total_steps))
         task.save(model, context)
-    elif finished:
-        model.load_weights(os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE))
-        logger.info("Loaded the trained weights of %s", config.model_dir)
-    elif not init:
+    elif not finished and not init:
         raise FileNotFoundError(f"{os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE)} not found: train "
                                 f"first, or pass --init_checkpoint")
-    else:
+    elif not finished:
         logger.warning("%s holds no trained weights: evaluating the --init_checkpoint weights", config.model_dir)
 
     # Every worker evaluates and predicts (the strategy's steps are collective); files go to results_dir, which
