@@ -3,22 +3,7 @@
 import tensorflow as tf
 
 from export.serving_module import ServingModule
-
-
-def masked_mean(sequence_output, input_mask):
-    """Mean of the real tokens' vectors, as sentence-transformers' mean pooling computes it.
-
-    Args:
-        sequence_output: float [batch, seq, hidden].
-        input_mask: int [batch, seq], 1 on real tokens ([CLS] and [SEP] included).
-
-    Returns:
-        float [batch, hidden].
-    """
-    mask = tf.cast(input_mask, sequence_output.dtype)[:, :, None]  # (batch, seq, 1)
-    summed = tf.reduce_sum(sequence_output * mask, axis=1)  # (batch, hidden)
-    count = tf.maximum(tf.reduce_sum(mask, axis=1), 1e-9)  # (batch, 1), clamped as sentence-transformers does
-    return summed / count
+from official_bert.pipelines.embedder import masked_mean  # the Embedder's pooling, so both compute the same
 
 
 class EncoderModule(ServingModule):
@@ -30,6 +15,9 @@ class EncoderModule(ServingModule):
     mean pooling), `normalized_embedding` (its L2 normalisation: what sentence-transformers' all-MiniLM
     models return), and `input_mask` [batch, seq] int32 (which rows of `sequence_output` are real tokens).
 
+    A fourth signature, `embed`, is the sentence-embedding one: `text` [batch] string -> `embedding` [batch,
+    hidden] (mean-pooled, L2-normalised: `official_bert.pipelines.Embedder`'s vectors) and `truncated`.
+
     Args:
         encoder: a `BertEncoder` with its weights.
         preprocessor: an `official_bert.text.TextPreprocessor`.
@@ -39,6 +27,14 @@ class EncoderModule(ServingModule):
     def __init__(self, encoder, preprocessor, assets):
         super().__init__(preprocessor, ("text",), assets, name="encoder")
         self.encoder = encoder
+        self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+
+    def _embed(self, text):
+        answer = self.answer_text([text])
+        return {"embedding": answer["normalized_embedding"], "truncated": answer["truncated"]}
+
+    def signatures(self):
+        return {**super().signatures(), "embed": self.embed}
 
     def answer_tokens(self, inputs):
         outputs = self.encoder(inputs, training=False)

@@ -21,7 +21,8 @@ from official_bert import optimization  # noqa: E402,F401  (registers AdamW, LAM
 from official_bert.config import BertConfig  # noqa: E402
 from official_bert.models import (  # noqa: E402
     BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
+from official_bert.pipelines.embedder import Embedder  # noqa: E402
 
 __all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanLabeler", "BertTokenClassifier"]
+           "BertSpanLabeler", "BertTokenClassifier", "Embedder"]
 __version__ = "0.1.0"

@@ -1,0 +1,42 @@
+"""benchmarks.feature_based_ner, small: a few hundred CoNLL-2003 sentences, two of the paper's feature sets, and a
+rerun that resumes from the cached features and results."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _run(out):
+    result = subprocess.run([sys.executable, "-m", "benchmarks.feature_based_ner", f"--out={out}",
+                             "--max_train_sentences=200", "--max_eval_sentences=60", "--lstm_units=8",
+                             "--epochs=1", "--configs=second_to_last_hidden,weighted_sum_last_four", "--no-finetune"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_small_table_and_resume(tmp_path, shared_data):
+    first = _run(tmp_path)
+    assert "features of train: 200 sentences" in first
+    table = first[first.index("CoNLL-2003 entity F1"):].splitlines()
+    rows = {line.split()[0]: line.split()[1:] for line in table[2:]}
+    assert rows["second_to_last_hidden"][0] == "95.6" and rows["embeddings"][1:] == ["-", "-"]
+    results = {}
+    for name in ("second_to_last_hidden", "weighted_sum_last_four"):
+        results[name] = json.loads((tmp_path / "results" / f"{name}.json").read_text())
+        assert 0 <= results[name]["valid_f1"] <= 100 and results[name]["train_sentences"] == 200
+        assert float(rows[name][1]) == pytest.approx(results[name]["valid_f1"], abs=0.01)
+    assert len(results["weighted_sum_last_four"]["layer_weights"]) == 4
+    features = np.load(tmp_path / "features" / "train.npy", mmap_mode="r")
+    assert features.shape[1:] == (7, 384) and features.dtype == np.float32
+
+    again = _run(tmp_path)  # everything cached: no extraction, no training, the same table
+    assert "features of" not in again and "Epoch" not in again
+    assert again[again.index("CoNLL-2003 entity F1"):] == first[first.index("CoNLL-2003 entity F1"):]

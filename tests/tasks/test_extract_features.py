@@ -1,0 +1,152 @@
+"""tasks.extract_features on real text with all-MiniLM-L6-v2: Google's JSON-lines format, the npz form, pooling
+and layer combinations, equality with the encoder's own outputs, streaming, and bad input."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+TEXTS = [("Who was Jim Henson ?", "Jim Henson was a puppeteer"),
+         ("The unaffable tokenizer meets Zürich's café.", None)]
+
+
+def _lines():
+    return "".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in TEXTS)
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "tasks.extract_features", *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def extractor(minilm_dir):
+    from official_bert.pipelines.feature_extractor import FeatureExtractor
+
+    return FeatureExtractor.from_pretrained(str(minilm_dir), layers=list(range(7)), seq_length=128, batch_size=8)
+
+
+def _direct(extractor, text, text_b):
+    """[embeddings, block 1..6] (7, seq, hidden) of one example, from the encoder called directly, and its ids."""
+    from official_bert.pipelines.embedder import pack_texts
+
+    inputs = pack_texts(extractor.tokenizer, extractor._packer, [text], None if text_b is None else [text_b])
+    inputs = {k: tf.constant(v) for k, v in inputs.items()}
+    encoder = extractor.encoder
+    outputs = encoder(inputs, training=False)
+    embeddings = encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+    layers = [embeddings] + list(outputs["encoder_outputs"])
+    np.testing.assert_array_equal(layers[-1].numpy(), outputs["sequence_output"].numpy())
+    return np.stack([layer.numpy()[0] for layer in layers]), inputs["input_word_ids"].numpy()[0]
+
+
+def test_json_lines_as_googles_equal_the_encoders_outputs(extractor, minilm_dir, tmp_path):
+    source, target = tmp_path / "input.txt", tmp_path / "features.jsonl"
+    source.write_text(_lines(), encoding="utf-8")
+    result = _run(f"--input_file={source}", f"--output_file={target}", f"--init_checkpoint={minilm_dir}",
+                  "--layers=-1,-2,-7", "--max_seq_length=64")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
+    assert [row["linex_index"] for row in rows] == [0, 1] and all(set(row) == {"linex_index", "features"}
+                                                                   for row in rows)
+    vocab = extractor.tokenizer.get_vocab()
+    for row, (text, text_b) in zip(rows, TEXTS):
+        layers, ids = _direct(extractor, text, text_b)
+        real = [vocab[i] for i in ids if i != 0]
+        assert [f["token"] for f in row["features"]] == real and real[0] == "[CLS]" and real[-1] == "[SEP]"
+        assert real.count("[SEP]") == (2 if text_b else 1)
+        for position, feature in enumerate(row["features"]):
+            assert [layer["index"] for layer in feature["layers"]] == [-1, -2, -7]
+            values = np.array([layer["values"] for layer in feature["layers"]])  # (3, 384), 6 decimals
+            np.testing.assert_allclose(values, layers[[6, 5, 0], position], atol=1e-5, rtol=0)
+
+
+def test_npz_mean_pooled_concatenation(extractor, minilm_dir, tmp_path):
+    source, target = tmp_path / "input.txt", tmp_path / "features.npz"
+    source.write_text(_lines(), encoding="utf-8")
+    result = _run(f"--input_file={source}", f"--output_file={target}", f"--init_checkpoint={minilm_dir}",
+                  "--layers=-1,-2,-3,-4", "--pooling=mean", "--combine=concat")
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = np.load(target)
+    assert saved["layers"].tolist() == [-1, -2, -3, -4] and str(saved["pooling"]) == "mean"
+    assert saved["truncated"].tolist() == [False, False]
+    for i, (text, text_b) in enumerate(TEXTS):
+        layers, ids = _direct(extractor, text, text_b)
+        real = ids != 0
+        expected = np.concatenate([layers[p][real].mean(0) for p in (6, 5, 4, 3)])  # (4 * 384,)
+        assert saved[f"values_{i}"].dtype == np.float32 and saved[f"values_{i}"].shape == (4 * 384,)
+        np.testing.assert_allclose(saved[f"values_{i}"], expected, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("pooling,combine", [("cls", "sum"), ("first_subtoken", "mean"), ("none", "none")])
+def test_poolings_and_combines(extractor, pooling, combine):
+    from official_bert.pipelines.feature_extractor import FeatureExtractor
+
+    chosen = FeatureExtractor(extractor.encoder, extractor.tokenizer, [-1, -4], 128, 8, pooling, combine)
+    text = "The unaffable tokenizer meets Zürich's café."
+    [features] = chosen.extract([text])
+    layers, ids = _direct(extractor, text, None)
+    picked = layers[[6, 3]]  # (2, seq, hidden)
+    vocab = extractor.tokenizer.get_vocab()
+    if pooling == "cls":
+        assert features.tokens == ["[CLS]"]
+        np.testing.assert_allclose(features.values, picked[:, 0].sum(0), atol=1e-5, rtol=0)
+    elif pooling == "first_subtoken":
+        pieces = [vocab[i] for i in ids if i != 0]
+        words = [p for p in pieces[1:-1] if not p.startswith("##")]
+        assert features.tokens == words and len(words) < len(pieces) - 2  # "unaffable" is several pieces
+        keep = [i for i, p in enumerate(pieces) if 0 < i < len(pieces) - 1 and not p.startswith("##")]
+        np.testing.assert_allclose(features.values, picked[:, keep].mean(0), atol=1e-5, rtol=0)
+    else:
+        assert features.values.shape == (len(features.tokens), 2, 384)
+        np.testing.assert_allclose(features.values, picked[:, :len(features.tokens)].transpose(1, 0, 2),
+                                   atol=1e-5, rtol=0)
+
+
+def test_streams_a_batch_at_a_time(extractor, tmp_path):
+    from official_bert.data.text_lines import read_text_lines
+
+    path = tmp_path / "long.txt"
+    path.write_text("a short line of text\n" * 1000, encoding="utf-8")
+    pulled = []
+
+    def counting(examples):
+        for example in examples:
+            pulled.append(example)
+            yield example
+
+    stream = extractor.extract_stream(counting(read_text_lines(str(path))))
+    first = next(stream)
+    assert first.tokens[0] == "[CLS]" and len(pulled) == extractor.batch_size  # one batch read, not the file
+    assert sum(1 for _ in stream) == 999
+
+
+def test_word_features_are_the_first_pieces(extractor):
+    from official_bert.data.tagging_dataset import word_pieces
+
+    words = [["EU", "rejects", "unaffable", "lamb"], ["Peter", "Blackburn"]]
+    features = extractor.word_features(word_pieces(extractor.tokenizer, words))  # (6, 7, 384)
+    layers, ids = _direct(extractor, " ".join(words[0]), None)
+    vocab = extractor.tokenizer.get_vocab()
+    first = [i for i, t in enumerate(ids) if t != 0 and 0 < i and not vocab[t].startswith("##")][:4]
+    np.testing.assert_allclose(features[:4], layers[:, first].transpose(1, 0, 2), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("content,flag,message", [
+    ("", "--layers=-1", "input.txt: the input file is empty"),
+    ("fine\nleft side ||| \n", "--layers=-1", "input.txt:2: the second text of the '|||' pair is empty"),
+    ("fine\n", "--layers=-1,x", "--layers=-1,x: expected comma-separated integers"),
+    ("fine\n", "--layers=-9", "--layers=-9: layer index -9 is out of range for a 6-layer model"),
+])
+def test_bad_input_is_one_clear_line(minilm_dir, tmp_path, content, flag, message):
+    source = tmp_path / "input.txt"
+    source.write_text(content, encoding="utf-8")
+    result = _run(f"--input_file={source}", f"--output_file={tmp_path / 'out.jsonl'}",
+                  f"--init_checkpoint={minilm_dir}", flag)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr.strip().splitlines()[-1]
