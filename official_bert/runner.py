@@ -119,6 +119,12 @@ class RunContext:
     is_chief: bool
     strategy: object
 
+    def text_preprocessor(self):
+        """A `TextPreprocessor` of the run's vocab, casing and sequence length (raw strings -> encoder inputs)."""
+        from official_bert.text.preprocessor import TextPreprocessor
+
+        return TextPreprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length)
+
 
 def resolve_checkpoint_settings(config, task):
     """(BertConfig, vocab tokens or None, casing) of the task's model and `config`'s checkpoint, vocab and casing.

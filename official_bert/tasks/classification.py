@@ -61,11 +61,6 @@ class ClassificationTask(Task):
         return {"task": task.name, "label_names": list(task.label_names), "is_regression": task.is_regression,
                 "num_classes": task.num_classes}
 
-    def _packer(self, context):
-        from official_bert.text.preprocessor import TextPreprocessor
-
-        return TextPreprocessor(context.vocab_file, context.lower_case, context.config.max_seq_length)
-
     def train_sources(self):
         from official_bert.data.glue import glue_file_path
 
@@ -79,7 +74,7 @@ class ClassificationTask(Task):
     def train_dataset(self, context):
         from official_bert.data.classification_dataset import classification_dataset
 
-        train, packer, config = self.read_split("train"), self._packer(context), context.config
+        train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
         check_training_examples(train.source, len(train.text_a), len(train.text_a) + train.num_skipped,
                                 why="malformed rows skipped")
 
@@ -93,7 +88,7 @@ class ClassificationTask(Task):
         """Class indices (or scores for regression) for `examples`."""
         from official_bert.data.classification_dataset import classification_dataset
 
-        dataset = classification_dataset(examples.text_a, examples.text_b, None, self._packer(context),
+        dataset = classification_dataset(examples.text_a, examples.text_b, None, context.text_preprocessor(),
                                          context.config.eval_batch_size, is_training=False)
         logits = model.predict(dataset, verbose=0)  # (examples, num_classes)
         return logits[:, 0] if logits.shape[-1] == 1 else np.argmax(logits, axis=-1)

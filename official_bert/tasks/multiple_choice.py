@@ -80,15 +80,10 @@ class MultipleChoiceTask(Task):
     def train_sources(self):
         return [self.files["train"] or f"tfds:{self.tfds_name}[train]"]
 
-    def _packer(self, context):
-        from official_bert.text.preprocessor import TextPreprocessor
-
-        return TextPreprocessor(context.vocab_file, context.lower_case, context.config.max_seq_length)
-
     def train_dataset(self, context):
         from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
 
-        train, packer, config = self.read_split("train"), self._packer(context), context.config
+        train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
         check_training_examples(train.source, len(train), len(train), what="questions")
 
         def make_dataset(batch_size):
@@ -101,7 +96,7 @@ class MultipleChoiceTask(Task):
         """(questions, max choices) logits; a missing choice's is `MISSING_CHOICE_LOGIT`."""
         from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
 
-        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, self._packer(context),
+        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, context.text_preprocessor(),
                                           context.config.eval_batch_size, is_training=False)
         return model.predict(dataset, verbose=0)
 
