@@ -20,8 +20,10 @@ import tempfile
 import numpy as np
 
 from benchmarks.our_cli import run_our_cli
+from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
+from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
+                                         write_start_checkpoint)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -98,8 +100,10 @@ def main():
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
     add_same_start_flag(parser, "classification head")
+    add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
+    check_dropout_flag(parser, args)
 
     from official_bert.data.glue_tasks import get_glue_task
 
@@ -114,10 +118,12 @@ def main():
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
     if args.same_start:
         args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                                 "BertForSequenceClassification", num_labels=glue_task.num_classes)
+                                                 "BertForSequenceClassification", dropout=args.dropout,
+                                                 num_labels=glue_task.num_classes)
 
     ours, ours_rate, ours_seconds = run_ours(task, task_dir, args.checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(task, task_dir, args.checkpoint, args)
+    write_results(work, ours, theirs, ours_rate, their_rate)
 
     print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
           f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}; "

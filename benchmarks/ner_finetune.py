@@ -26,8 +26,10 @@ import tempfile
 import numpy as np
 
 from benchmarks.our_cli import run_our_cli
+from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
+from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
+                                         write_start_checkpoint)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -128,8 +130,10 @@ def main():
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
     add_same_start_flag(parser, "tagging head")
+    add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
+    check_dropout_flag(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="ner_bench_")
     task_dir = os.path.join(work, "data")
@@ -142,10 +146,12 @@ def main():
         from official_bert.data.conll import label_names
 
         args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                                 "BertForTokenClassification", num_labels=len(label_names(train.tags)))
+                                                 "BertForTokenClassification", dropout=args.dropout,
+                                                 num_labels=len(label_names(train.tags)))
 
     ours, ours_rate, ours_seconds = run_ours(task_dir, args.checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(train, test, args.checkpoint, args)
+    write_results(work, ours, theirs, ours_rate, their_rate)
 
     print(f"\nCoNLL-2003 NER: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
           f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "

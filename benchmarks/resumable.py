@@ -9,6 +9,20 @@ def read_json(path):
         return json.load(f)
 
 
+def write_json(path, value):
+    """Writes `value` to `path` whole or not at all (a temporary file renamed), so a reader can trust it."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def write_results(work, ours, theirs, ours_rate, their_rate):
+    """Writes both sides' metrics and training rates to `<work>/results.json` (what benchmarks.seed_spread reads)."""
+    write_json(os.path.join(work, "results.json"), {
+        "ours": ours, "theirs": theirs, "ours_examples_per_second": ours_rate,
+        "theirs_examples_per_second": their_rate})
+
+
 def check_same_flags(work, args, ignore=("out",)):
     """Records the run's flags in `<work>/benchmark.json`, or checks that a resumed run's flags equal them.
 

@@ -46,8 +46,9 @@ import numpy as np
 
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.resumable import check_same_flags, read_json
-from benchmarks.start_checkpoint import add_same_start_flag, describe_start, write_start_checkpoint
+from benchmarks.resumable import check_same_flags, read_json, write_results
+from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
+                                         write_start_checkpoint)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -189,8 +190,10 @@ def main():
                         help="ours: true/false; default: the library's default for this device")
     parser.add_argument("--seed", type=int, default=42)
     add_same_start_flag(parser, "span head")
+    add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
+    check_dropout_flag(parser, args)
 
     source = args.data_file or os.path.join(SHARED_DATA, DATA_FILES[args.version])
     work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
@@ -205,9 +208,10 @@ def main():
     if args.same_start:
         start = os.path.join(work, "start")
         args.checkpoint = start if os.path.isdir(start) else write_start_checkpoint(
-            args.checkpoint, args.seed, start, "BertForQuestionAnswering")
+            args.checkpoint, args.seed, start, "BertForQuestionAnswering", dropout=args.dropout)
     ours, ours_rate, ours_seconds = run_ours(paths, args, model_dir)
     theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args, work)
+    write_results(work, ours, theirs, ours_rate, their_rate)
 
     keys = (("exact_match", "f1") if args.version == "1.1" else
             ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1"))

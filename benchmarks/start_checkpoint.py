@@ -13,7 +13,7 @@ import shutil
 TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
-def write_start_checkpoint(checkpoint, seed, directory, model_class, **model_kwargs):
+def write_start_checkpoint(checkpoint, seed, directory, model_class, dropout=None, **model_kwargs):
     """Writes `model_class` loaded from `checkpoint` (a missing head drawn under `torch.manual_seed(seed)`).
 
     Args:
@@ -22,12 +22,16 @@ def write_start_checkpoint(checkpoint, seed, directory, model_class, **model_kwa
         directory: where `config.json`, `model.safetensors` and the tokenizer files go; written whole or not at
             all (a temporary directory renamed when complete), so a resumed benchmark can trust it.
         model_class: a transformers class name, e.g. "BertForQuestionAnswering".
+        dropout: if given, the hidden and attention dropout rates written into its `config.json`, which both
+            sides read (the heads' dropout follows the hidden rate on both sides).
         **model_kwargs: passed to `from_pretrained` (e.g. `num_labels`).
     Returns: `directory`.
     """
     import torch
     import transformers
 
+    if dropout is not None:
+        model_kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     torch.manual_seed(seed)
     model = getattr(transformers, model_class).from_pretrained(checkpoint, attn_implementation="eager",
                                                                **model_kwargs)
@@ -47,6 +51,21 @@ def add_same_start_flag(parser, head):
                         help=f"both sides start from one seeded {head}")
 
 
+def add_dropout_flag(parser):
+    """Adds `--dropout` (hidden and attention rate of both sides, through the shared start's `config.json`)."""
+    parser.add_argument("--dropout", type=float, default=None,
+                        help="hidden and attention dropout of both sides (default: the checkpoint's, 0.1 for "
+                             "all-MiniLM-L6-v2); needs --same_start")
+
+
+def check_dropout_flag(parser, args):
+    """`--dropout` reaches both sides only through the shared start checkpoint."""
+    if args.dropout is not None and not args.same_start:
+        parser.error("--dropout needs --same_start (both sides read it from the shared start's config.json)")
+
+
 def describe_start(args):
-    """The results header's words for `--same_start` and `--seed`."""
-    return f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}"
+    """The results header's words for `--same_start`, `--seed` and `--dropout`."""
+    words = f"{'one shared start' if args.same_start else 'each side its own head draw'}, seed {args.seed}"
+    return words if getattr(args, "dropout", None) is None else f"{words}, dropout {args.dropout:g}"
+
