@@ -20,6 +20,7 @@ INSTALL_REQUIRES = [
 # References used only by tests and benchmarks, never at run time.
 TEST_REQUIRES = [
     "pytest>=8",
+    "pytest-xdist>=3.5",  # the README's test command runs one worker per core
     "torch==2.13.0",
     "transformers==5.23.0",
     "tokenizers==0.23.3",
