@@ -8,7 +8,11 @@ same for the dynamic-masking pipeline on the same text. Instances per second are
 machine (worker start-up included for the records).
 
     python -m benchmarks.pretraining_data_stats [--data ../shared/data] [--max_documents 2067] \
-        [--dupe_factor 5] [--num_workers 2] [--do_whole_word_mask] [--dynamic_batches 100]
+        [--dupe_factor 5] [--num_workers 2] [--do_whole_word_mask] [--dynamic_batches 100] \
+        [--sentence_order] [--ngram_masking]
+
+--sentence_order (ALBERT's sentence-order labels) adds the swap rate of the coin-flip pairs; --ngram_masking
+(ALBERT's spans of 1 to 3 words) the distribution of the span lengths (1/n normalised: 6/11, 3/11, 2/11).
 """
 
 import argparse
@@ -32,6 +36,8 @@ def main():
     parser.add_argument("--short_seq_prob", type=float, default=0.1)
     parser.add_argument("--dupe_factor", type=int, default=5)
     parser.add_argument("--do_whole_word_mask", action="store_true")
+    parser.add_argument("--sentence_order", action="store_true", help="ALBERT's sentence-order labels")
+    parser.add_argument("--ngram_masking", action="store_true", help="ALBERT's n-gram masking (TFRecords only)")
     parser.add_argument("--random_seed", type=int, default=12345)
     parser.add_argument("--num_workers", type=int, default=2)
     parser.add_argument("--num_output_shards", type=int, default=4)
@@ -57,7 +63,8 @@ def main():
     config = PretrainingDataConfig(
         vocab_file=vocab_file, max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob, short_seq_prob=args.short_seq_prob, dupe_factor=args.dupe_factor,
-        do_whole_word_mask=args.do_whole_word_mask, random_seed=args.random_seed, chunk_chars=args.chunk_chars)
+        do_whole_word_mask=args.do_whole_word_mask, random_seed=args.random_seed, chunk_chars=args.chunk_chars,
+        sentence_order=args.sentence_order, ngram_masking=args.ngram_masking)
     paths = output_paths(os.path.join(work, "records", "squad-*.tfrecord"), args.num_output_shards)
     start = time.perf_counter()
     result = write_pretraining_records([corpus], paths, config, num_workers=args.num_workers)
@@ -66,16 +73,19 @@ def main():
 
     tokenizer = BertTokenizer(vocab_file=vocab_file)
     vocab = MaskingVocab.from_tokenizer(tokenizer)
-    stats = MaskingStatistics(vocab, args.masked_lm_prob, args.max_predictions_per_seq, args.do_whole_word_mask)
+    stats = MaskingStatistics(vocab, args.masked_lm_prob, args.max_predictions_per_seq, args.do_whole_word_mask,
+                              args.sentence_order, args.ngram_masking)
     for batch in pretraining_dataset(os.path.join(work, "records", "squad-*.tfrecord"), 256, args.max_seq_length,
                                      args.max_predictions_per_seq, is_training=False):
         stats.update({k: v.numpy() for k, v in batch.items()})
-    for key in ("document_passes", "short_targets", "generated_instances", "forced_random_next"):
+    for key in ("document_passes", "short_targets", "generated_instances", "forced_random_next", "ngram_1",
+                "ngram_2", "ngram_3"):
         stats.counts[key] = written.counts[key]  # generator-side facts the records do not hold
     print(f"\n== TFRecords (create_pretraining_data recipe: max_seq_length={args.max_seq_length}, "
           f"max_predictions_per_seq={args.max_predictions_per_seq}, masked_lm_prob={args.masked_lm_prob}, "
           f"short_seq_prob={args.short_seq_prob}, dupe_factor={args.dupe_factor}, "
-          f"do_whole_word_mask={args.do_whole_word_mask}), read back from {len(paths)} files")
+          f"do_whole_word_mask={args.do_whole_word_mask}, sentence_order={args.sentence_order}, "
+          f"ngram_masking={args.ngram_masking}), read back from {len(paths)} files")
     print(stats.format_report(short_seq_prob=args.short_seq_prob))
     print(f"creation: {stats.counts['instances']} instances in {seconds:.1f} s with {args.num_workers} worker(s) = "
           f"{stats.counts['instances'] / seconds:.0f} instances/s (wall clock, worker start-up included)")
@@ -93,8 +103,9 @@ def main():
         dataset = dynamic_masking_dataset(corpus, tokenizer, 64, args.max_seq_length, args.max_predictions_per_seq,
                                           args.masked_lm_prob, is_training=True, seed=args.random_seed,
                                           do_whole_word_mask=args.do_whole_word_mask,
-                                          short_seq_prob=args.short_seq_prob)
-        dynamic = MaskingStatistics(vocab, args.masked_lm_prob, args.max_predictions_per_seq, args.do_whole_word_mask)
+                                          short_seq_prob=args.short_seq_prob, sentence_order=args.sentence_order)
+        dynamic = MaskingStatistics(vocab, args.masked_lm_prob, args.max_predictions_per_seq, args.do_whole_word_mask,
+                                    args.sentence_order)
         iterator = iter(dataset)
         dynamic.update({k: v.numpy() for k, v in next(iterator).items()})  # warm-up batch (tracing)
         start = time.perf_counter()

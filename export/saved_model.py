@@ -37,8 +37,15 @@ def _read_json(path):
         return json.load(f)
 
 
+def _tokenizer_assets(vocab_file):
+    """The export's tokenizer files: `vocab.txt`, or RoBERTa's `vocab.json` + `merges.txt`."""
+    if not vocab_file.endswith(".json"):
+        return {"vocab.txt": vocab_file}
+    return {"vocab.json": vocab_file, "merges.txt": os.path.join(os.path.dirname(vocab_file), "merges.txt")}
+
+
 def _check_seq_length(seq_length, config, source):
-    if not 3 <= seq_length <= config.max_position_embeddings:
+    if not 3 <= seq_length <= config.max_sequence_length:
         raise ValueError(f"{source}: max_seq_length={seq_length} must be between 3 and the model's "
                          f"max_position_embeddings={config.max_position_embeddings}")
 
@@ -49,24 +56,29 @@ def _write_lines(path, lines):
     return path
 
 
-def _task_module(model_dir, max_seq_length, staging_dir, top_k=None):
-    """The serving module of a model_dir written by the tasks (`official_bert.model_dir`)."""
+def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None):
+    """The serving module of a model_dir written by the tasks (`official_bert.model_dir`); `quantize`: a
+    `Model.quantize` mode applied to the loaded model (see QUANTIZED_PRECISIONS)."""
     from export.classifier_module import ClassifierModule
-    from official_bert.text import TextPreprocessor
     from export.tagger_module import TaggerModule
     from official_bert import model_dir as model_dirs
+    from official_bert.text.preprocessing import text_preprocessor
 
     loaded = model_dirs.load_model_dir(model_dir)
+    _quantize(loaded.model, quantize)
     info = loaded.info
     seq_length = max_seq_length or loaded.max_seq_length
     _check_seq_length(seq_length, loaded.config, model_dir)
-    assets = {"vocab.txt": loaded.vocab_file}
+    assets = _tokenizer_assets(loaded.vocab_file)
+    if loaded.kind == model_dirs.PRETRAINING and loaded.config.is_roberta:
+        raise ValueError(f"{model_dir}: the masked-LM export finds [MASK] markers with WordPiece; RoBERTa's "
+                         "byte-level BPE (<mask>) is not supported by it yet")
     if loaded.kind == model_dirs.PRETRAINING:
         from export.mlm_module import DEFAULT_TOP_K, MaskedLMModule, MaskedTextPreprocessor
 
         preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
         return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
-    preprocessor = TextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
+    preprocessor = text_preprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
     if loaded.kind == model_dirs.SQUAD:
         return _squad_module(model_dir, info, loaded.model, preprocessor, assets)
     if loaded.kind == model_dirs.MULTIPLE_CHOICE:
@@ -100,14 +112,21 @@ def _squad_module(model_dir, info, model, preprocessor, assets):
                        bool(info.get("version_2_with_negative", False)), info["null_score_diff_threshold"], assets)
 
 
-def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
+def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
     """The module of a Hugging Face / Google encoder checkpoint directory."""
     from export.encoder_module import EncoderModule
     from official_bert.text import TextPreprocessor
     from official_bert.checkpoints import load_encoder
     from official_bert.checkpoints.vocab import find_vocab
+    from official_bert.text.preprocessing import BpeVocab, text_preprocessor, write_tokenizer_files
 
     encoder, config = load_encoder(checkpoint_dir)
+    _quantize(encoder, quantize)
+    if config.is_roberta:  # byte-level BPE: vocab.json + merges.txt
+        vocab_file = write_tokenizer_files(BpeVocab.find(checkpoint_dir), staging_dir)
+        seq_length = max_seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
+        _check_seq_length(seq_length, config, checkpoint_dir)
+        return EncoderModule(encoder, text_preprocessor(vocab_file, False, seq_length), _tokenizer_assets(vocab_file))
     tokens, lower, source = find_vocab(checkpoint_dir)
     if len(tokens) != config.vocab_size:
         raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")
@@ -128,7 +147,24 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir):
 # (no per-request casts, half the size) while the layers that pin float32 (LayerNorms, the residual stream, the
 # attention softmax, task heads' logits) keep it: the numerics of a mixed_bfloat16 model, served faster on CPUs
 # with bf16 arithmetic (AVX512_BF16, AMX) and on GPUs.
-SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bfloat16"}
+# "int8" builds the model in float32 and then quantizes it with Keras' `Model.quantize("int8")`: every Dense and
+# EinsumDense kernel (attention projections, feed-forward, pooler, task head) is stored in int8 with a float32
+# scale per output unit, and each call quantizes that layer's inputs to int8 on the fly (abs-max per row) for an
+# int8 matmul. What stays float32: the embedding tables (word, position, token type), LayerNorms, biases, the
+# attention scores and softmax, GELU, and the outputs between layers.
+SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
+QUANTIZED_PRECISIONS = {"int8": "int8"}
+
+
+def _quantize(model, mode):
+    """`model.quantize(mode)` in place (None: nothing), without Keras' warning for every layer it leaves float."""
+    if mode is None:
+        return
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
+        model.quantize(mode)
 
 
 def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32"):
@@ -140,7 +176,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         max_seq_length: the packed length; default: the task's, or for an encoder its
             `sentence_bert_config.json` limit, else 128.
         top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
-        precision: "float32", or "bfloat16" (see SERVING_PRECISIONS).
+        precision: "float32", "bfloat16" or "int8" (see SERVING_PRECISIONS).
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -156,9 +192,10 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
     try:
         from official_bert.model_dir import is_model_dir
 
+        quantize = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
-            return _task_module(model_dir, max_seq_length, staging_dir, top_k)
-        return _encoder_module(model_dir, max_seq_length, staging_dir)
+            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize)
+        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize)
     finally:
         keras.config.set_dtype_policy(previous)
 
@@ -261,5 +298,7 @@ if __name__ == "__main__":
                          "[MASK]; default 5.")
     flags.DEFINE_enum("precision", "float32", sorted(SERVING_PRECISIONS),
                       "Weights and matmuls of the served model: float32, or bfloat16 (mixed_bfloat16's numerics, "
-                      "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs).")
+                      "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "
+                      "Model.quantize: Dense kernels in int8, inputs quantized per call; embeddings, LayerNorm "
+                      "and softmax stay float32).")
     run_main(main)

@@ -12,8 +12,14 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
   TFLite has no string-slicing ops). String outputs (`label`, `word_labels`, `entity_type`) work.
 - `--signature=serve_tokens` converts the token signature as it is. `serve_examples` cannot be converted
   (TFLite has no `ParseExampleV2`).
+- A RoBERTa export (byte-level BPE in the graph) converts only `serve_tokens`: its tokenizer needs string ops
+  and sorted-table lookups that LiteRT has no kernels for (`BPE_TFLITE_MISSING`), and the conversion says so.
 - `--quantize`: `none` (float32), `float16` (weights stored as float16), `dynamic_int8` (weights int8,
-  activations quantized on the fly).
+  activations quantized on the fly), `full_int8` (weights and activations int8 with scales calibrated on
+  `--representative_file`, texts of the task's own data: every op with an int8 TFLite kernel (fully connected,
+  batch matmul, add, mul, softmax, ...) runs in int8; the string inputs, the tokenizer, the outputs and the ops
+  without an int8 kernel stay float32 or int32/int64, with (de)quantize ops between). Post-training static
+  int8 of BERT's activations is lossy (measured on all-MiniLM-L6-v2: README); `dynamic_int8` keeps accuracy.
 """
 
 import os
@@ -23,7 +29,13 @@ from absl import app, flags
 
 from export.ops import TF_TEXT_OPS, serving_save_options
 
-QUANTIZATIONS = ("none", "float16", "dynamic_int8")
+QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
+# Calibration examples full_int8 reads from the start of --representative_file.
+MAX_REPRESENTATIVE_EXAMPLES = 200
+# The ops of RoBERTa's in-graph byte-level BPE (`official_bert.text.BytePairTokenizer`) that the TFLite converter
+# (TFLITE_BUILTINS, allow_custom_ops) leaves as custom ops no LiteRT kernel implements (measured, TF 2.21).
+BPE_TFLITE_MISSING = ("UnicodeDecodeWithOffsets", "StringSplit", "StringLength", "DecodeRaw", "LowerBound",
+                      "UpperBound", "UnsortedSegmentMin", "UnsortedSegmentSum")
 
 
 def _frozen_module(saved_model_dir, signature):
@@ -61,13 +73,49 @@ def _frozen_module(saved_model_dir, signature):
     return module
 
 
-def convert(saved_model_dir, signature="serving_default", quantize="none"):
+def read_representative_file(path, limit=MAX_REPRESENTATIVE_EXAMPLES):
+    """The first `limit` examples of a UTF-8 text file, one per line; a sentence pair (SQuAD: question, context) is
+    two tab-separated fields.
+
+    Raises:
+        FileNotFoundError / ValueError: no file, or no non-empty line (named).
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--representative_file={path} not found")
+    with open(path, encoding="utf-8") as f:
+        examples = [tuple(line.rstrip("\n").split("\t")) for line in f if line.strip()][:limit]
+    if not examples:
+        raise ValueError(f"--representative_file={path}: no text; full_int8 calibrates on texts of the task")
+    return examples
+
+
+def _representative_dataset(function_inputs, examples):
+    """`converter.representative_dataset`: batches of one example keyed by the signature's text inputs, the
+    fields of a line in the order `text`, `text_b` (SQuAD: `question`, `context`)."""
+    import tensorflow as tf
+
+    names = [name for name in ("text", "text_b", "question", "context") if name in function_inputs]
+    names += sorted(set(function_inputs) - set(names))
+    if any(len(example) < len(names) for example in examples):
+        raise ValueError(f"the signature takes {len(names)} texts ({', '.join(names)}); every representative example "
+                         "needs as many tab-separated fields")
+
+    def dataset():
+        for example in examples:
+            yield {name: tf.constant([text]) for name, text in zip(names, example)}
+
+    return dataset
+
+
+def convert(saved_model_dir, signature="serving_default", quantize="none", representative_examples=None):
     """Converts one signature of an exported SavedModel to TFLite.
 
     Args:
         saved_model_dir: `<export_dir>/<version>` written by `export.saved_model`.
         signature: `serving_default` or `serve_tokens`.
         quantize: one of `QUANTIZATIONS`.
+        representative_examples: full_int8 only: calibration texts, tuples of one or two strings
+            (`read_representative_file`).
 
     Returns:
         the .tflite flatbuffer, bytes; its one signature is named `signature`.
@@ -80,6 +128,14 @@ def convert(saved_model_dir, signature="serving_default", quantize="none"):
 
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
+    if quantize == "full_int8" and (signature != "serving_default" or not representative_examples):
+        raise ValueError("full_int8 calibrates the serving_default signature on raw texts of the task: pass "
+                         "--representative_file (and --signature=serving_default)")
+    if signature != "serve_tokens" and os.path.isfile(os.path.join(saved_model_dir, "assets", "merges.txt")):
+        raise ValueError(
+            f"{saved_model_dir} tokenizes with RoBERTa's byte-level BPE, which LiteRT cannot run: its graph needs "
+            f"{', '.join(BPE_TFLITE_MISSING)} (no TFLite builtins; only the Flex delegate, which the LiteRT Python "
+            "interpreters lack, has them); convert --signature=serve_tokens (token ids in) and tokenize in the app")
     module = _frozen_module(saved_model_dir, signature)
     with tempfile.TemporaryDirectory() as frozen_dir:
         tf.saved_model.save(module, frozen_dir, signatures={signature: module.serve}, options=serving_save_options())
@@ -90,6 +146,14 @@ def convert(saved_model_dir, signature="serving_default", quantize="none"):
             converter.optimizations = [tf.lite.Optimize.DEFAULT]
         if quantize == "float16":
             converter.target_spec.supported_types = [tf.float16]
+        if quantize == "full_int8":
+            import tensorflow_text
+
+            converter.representative_dataset = _representative_dataset(
+                module.serve.structured_input_signature[1], representative_examples)
+            # calibration runs the graph, tokenizer included: it needs tf-text's kernels
+            converter.target_spec._experimental_custom_op_registerers = list(
+                tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
         model = converter.convert()
     unexpected = custom_ops(model) - TF_TEXT_OPS
     if unexpected:
@@ -122,7 +186,10 @@ def main(argv):
     for name in ("saved_model_dir", "output"):
         if not getattr(flags.FLAGS, name):
             raise app.UsageError(f"--{name} is required")
-    model = convert(flags.FLAGS.saved_model_dir, flags.FLAGS.signature, flags.FLAGS.quantize)
+    examples = None
+    if flags.FLAGS.representative_file:
+        examples = read_representative_file(flags.FLAGS.representative_file)
+    model = convert(flags.FLAGS.saved_model_dir, flags.FLAGS.signature, flags.FLAGS.quantize, examples)
     os.makedirs(os.path.dirname(os.path.abspath(flags.FLAGS.output)), exist_ok=True)
     with open(flags.FLAGS.output, "wb") as f:
         f.write(model)
@@ -135,6 +202,9 @@ if __name__ == "__main__":
 
     flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model.")
     flags.DEFINE_string("output", None, "The .tflite file to write.")
-    flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization.")
+    flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization (full_int8: activations too, "
+                      "calibrated on --representative_file).")
+    flags.DEFINE_string("representative_file", None, "full_int8: a UTF-8 file of the task's texts, one example per "
+                        f"line (a pair: two tab-separated fields); the first {MAX_REPRESENTATIVE_EXAMPLES} are used.")
     flags.DEFINE_enum("signature", "serving_default", ["serving_default", "serve_tokens"], "Signature to convert.")
     run_main(main)

@@ -22,6 +22,7 @@ TASK_FILE = "task.json"
 WEIGHTS_FILE = "model.weights.h5"
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
+BPE_VOCAB_FILE = "vocab.json"  # RoBERTa's, with its merges.txt
 ENCODER_DIR = "encoder"
 PRETRAINER_DIR = "pretrainer"
 # 1: no "schema_version" or "kind" field (written before this module); 2: both.
@@ -121,6 +122,16 @@ def resolve_init_checkpoint(path, heads=ENCODER_DIR):
     return os.path.join(path, ENCODER_DIR)
 
 
+def vocab_file_of(model_dir, config):
+    """The model_dir's vocab file: `vocab.txt` (WordPiece), or RoBERTa's `vocab.json` (with `merges.txt` beside it).
+
+    Args:
+        model_dir: the directory.
+        config: its `BertConfig`.
+    """
+    return os.path.join(model_dir, BPE_VOCAB_FILE if config.is_roberta else VOCAB_FILE)
+
+
 def write_tokenizer_config(directory, lower_case):
     """`tokenizer_config.json` with the casing, so a Hugging Face directory we write carries it (our
     `find_vocab` and transformers' `BertTokenizer` read `do_lower_case` there)."""
@@ -134,7 +145,7 @@ def build_task_model(kind, config, info):
     Args:
         kind: one of `KINDS`.
         config: the `BertConfig`.
-        info: task.json's fields (`num_classes` / `is_regression` / `label_names`).
+        info: task.json's fields (`num_classes` / `is_regression` / `label_names`; pre-training: `objective`).
     """
     from official_bert.models.encoder import BertEncoder
 
@@ -156,9 +167,9 @@ def build_task_model(kind, config, info):
         from official_bert.models.multiple_choice import BertMultipleChoice
 
         return BertMultipleChoice(encoder)
-    from official_bert.models.pretrainer import BertPretrainer
+    from official_bert.models.pretrainer import MLM_NSP, BertPretrainer
 
-    return BertPretrainer(encoder)
+    return BertPretrainer(encoder, objective=info.get("objective", MLM_NSP))  # none: before --objective
 
 
 @dataclasses.dataclass
@@ -170,7 +181,7 @@ class LoadedModelDir:
         info: task.json (current schema).
         config: the `BertConfig`.
         model: the task model with its trained weights.
-        vocab_file: the model_dir's `vocab.txt`.
+        vocab_file: the model_dir's `vocab.txt` (RoBERTa: `vocab.json`, `merges.txt` beside it).
         lower_case: the casing it was trained with.
         max_seq_length: the training sequence length.
     """
@@ -195,12 +206,16 @@ def load_model_dir(model_dir):
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"model_dir not found: {model_dir}")
     info = read_task_info(model_dir)
-    for name in (CONFIG_FILE, VOCAB_FILE, WEIGHTS_FILE):
+    for name in (CONFIG_FILE, WEIGHTS_FILE):
         if not os.path.isfile(os.path.join(model_dir, name)):
             raise FileNotFoundError(f"{model_dir}: no {name}; use a model_dir whose training finished")
     config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
+    vocab_file = vocab_file_of(model_dir, config)
+    if not os.path.isfile(vocab_file):
+        raise FileNotFoundError(f"{model_dir}: no {os.path.basename(vocab_file)}; use a model_dir whose training "
+                                "finished")
     model = build_task_model(info["kind"], config, info)
     model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
     return LoadedModelDir(kind=info["kind"], info=info, config=config, model=model,
-                          vocab_file=os.path.join(model_dir, VOCAB_FILE), lower_case=bool(info["do_lower_case"]),
+                          vocab_file=vocab_file, lower_case=bool(info["do_lower_case"]),
                           max_seq_length=int(info["max_seq_length"]))

@@ -39,7 +39,8 @@ class RunConfig:
     Attributes:
         model_dir: where config, vocab, checkpoints, logs and results go.
         init_checkpoint: a Hugging Face or Google BERT directory, or a model_dir of ours.
-        vocab_file: WordPiece vocab; None: found in the init checkpoint's directory.
+        vocab_file: WordPiece vocab (RoBERTa: its vocab.json, merges.txt beside it); None: found in the init
+            checkpoint's directory.
         do_lower_case: casing; None: from the checkpoint (a model_dir of ours: its task.json).
         max_seq_length: packed sequence length.
         train_batch_size / eval_batch_size: global batch sizes.
@@ -121,9 +122,9 @@ class RunContext:
 
     def text_preprocessor(self):
         """A `TextPreprocessor` of the run's vocab, casing and sequence length (raw strings -> encoder inputs)."""
-        from official_bert.text.preprocessor import TextPreprocessor
+        from official_bert.text.preprocessing import text_preprocessor
 
-        return TextPreprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length)
+        return text_preprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length)
 
 
 def resolve_checkpoint_settings(config, task):
@@ -138,6 +139,7 @@ def resolve_checkpoint_settings(config, task):
     """
     from official_bert.checkpoints import load_config, open_checkpoint
     from official_bert.checkpoints.vocab import find_vocab
+    from official_bert.text.preprocessing import BpeVocab, is_bpe_vocab_file
     from official_bert.text.vocab import load_vocab
 
     if is_finished_run(config):  # evaluation / prediction of a trained model_dir: its model, vocab and casing
@@ -145,8 +147,11 @@ def resolve_checkpoint_settings(config, task):
 
         info = model_dirs.read_task_info(config.model_dir)
         bert_config = BertConfig.from_json_file(os.path.join(config.model_dir, model_dirs.CONFIG_FILE))
-        vocab = os.path.join(config.model_dir, model_dirs.VOCAB_FILE)
-        tokens = load_vocab(vocab) if os.path.isfile(vocab) else None
+        vocab = model_dirs.vocab_file_of(config.model_dir, bert_config)
+        if bert_config.is_roberta:
+            tokens = BpeVocab.find(config.model_dir) if os.path.isfile(vocab) else None
+        else:
+            tokens = load_vocab(vocab) if os.path.isfile(vocab) else None
         _check_sequence_length(config, bert_config)
         return bert_config, tokens, bool(info["do_lower_case"])
     if not config.init_checkpoint and task.needs_init_checkpoint:
@@ -154,8 +159,12 @@ def resolve_checkpoint_settings(config, task):
     init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
     bert_config = task.model_config() or load_config(open_checkpoint(init))
     tokens, lower, source = None, None, None
-    if config.vocab_file:
+    if config.vocab_file and is_bpe_vocab_file(config.vocab_file):  # RoBERTa's vocab.json, merges.txt beside it
+        tokens, source = BpeVocab.find(os.path.dirname(os.path.abspath(config.vocab_file))), config.vocab_file
+    elif config.vocab_file:
         tokens, source = load_vocab(config.vocab_file), config.vocab_file
+    elif init and bert_config.is_roberta:  # byte-level BPE: no casing
+        tokens, lower, source = BpeVocab.find(init), False, init
     elif init:
         try:
             tokens, lower, source = find_vocab(init)
@@ -181,9 +190,11 @@ def resolve_checkpoint_settings(config, task):
 
 
 def _check_sequence_length(config, bert_config):
-    if not 3 <= config.max_seq_length <= bert_config.max_position_embeddings:
+    if not 3 <= config.max_seq_length <= bert_config.max_sequence_length:
         raise ValueError(f"--max_seq_length={config.max_seq_length} must be between 3 and the model's "
-                         f"max_position_embeddings={bert_config.max_position_embeddings}")
+                         f"max_position_embeddings={bert_config.max_position_embeddings}"
+                         + (f" less RoBERTa's {bert_config.pad_token_id + 1} padding positions"
+                            if bert_config.is_roberta else ""))
 
 
 def is_finished_run(config):
@@ -228,7 +239,7 @@ def _prepare_model_dir(task, config, bert_config, info, tokens, record):
     """For a training run, under the model_dir's lock: refuses to continue another run (or, with --overwrite,
     deletes it), then writes task.json (`info` and the task's run settings), bert_config.json, vocab.txt and
     run.json."""
-    from official_bert.checkpoints.vocab import write_vocab_file
+    from official_bert.text.preprocessing import write_tokenizer_files
 
     if config.overwrite and model_dirs.is_model_dir(config.model_dir):
         logger.info("--overwrite: deleting the earlier run in %s", config.model_dir)
@@ -237,7 +248,7 @@ def _prepare_model_dir(task, config, bert_config, info, tokens, record):
     model_dirs.write_task_info(config.model_dir, task.kind, {**info, **task.run_settings()})
     model_dirs.write_json(os.path.join(config.model_dir, model_dirs.CONFIG_FILE), bert_config.to_dict())
     if tokens is not None:
-        write_vocab_file(tokens, os.path.join(config.model_dir, model_dirs.VOCAB_FILE))
+        write_tokenizer_files(tokens, config.model_dir)
     run_records.write_run_record(config.model_dir, record)
 
 
@@ -343,9 +354,8 @@ def run(task, config):
         ValueError / FileNotFoundError: a bad setting or input, raised before anything is written.
         official_bert.model_dir_lock.ModelDirInUseError: another run uses the model_dir.
     """
-    from official_bert.checkpoints.vocab import write_vocab_file
     from official_bert.model_dir_lock import ModelDirLock
-    from official_bert.text import BertTokenizer
+    from official_bert.text.preprocessing import tokenizer_from_files, write_tokenizer_files
 
     if not config.model_dir:
         raise ValueError("--model_dir is required")
@@ -354,6 +364,9 @@ def run(task, config):
     _check_output(config)
     task.validate(config)
     bert_config, tokens, lower_case = resolve_checkpoint_settings(config, task)
+    if bert_config.is_roberta and tokens is not None and not task.reads_byte_level_bpe:
+        raise ValueError(f"{task.kind}: RoBERTa's byte-level BPE is not supported by this task yet (classification "
+                         "and multiple choice are); use a BERT or DistilBERT checkpoint")
     task.bert_config = bert_config
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
                 config.model_dir if is_finished_run(config) else config.init_checkpoint or "from scratch",
@@ -364,11 +377,8 @@ def run(task, config):
     strategy, chief, out_dir = start_process(config)
     scratch = tempfile.mkdtemp(prefix="official_bert_run_")  # the vocab the run's tokenizers read
     try:
-        vocab_file = None
-        if tokens is not None:
-            vocab_file = os.path.join(scratch, model_dirs.VOCAB_FILE)
-            write_vocab_file(tokens, vocab_file)
-        tokenizer = BertTokenizer(vocab_file=vocab_file, lower_case=lower_case) if vocab_file else None
+        vocab_file = write_tokenizer_files(tokens, scratch) if tokens is not None else None
+        tokenizer = tokenizer_from_files(vocab_file, lower_case) if vocab_file else None
         context = RunContext(config=config, bert_config=bert_config, vocab_file=vocab_file, lower_case=lower_case,
                              tokenizer=tokenizer, out_dir=out_dir,
                              results_dir=(config.output_dir or out_dir) if chief else out_dir,

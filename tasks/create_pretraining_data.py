@@ -1,5 +1,8 @@
 """Text files -> BERT pre-training TFRecords (masked LM + next sentence), with the original recipe and flags.
 
+ALBERT's variants: --sentence_order=true (sentence-order labels instead of next-sentence ones, for
+`run_pretraining --objective=mlm_sop`) and --ngram_masking=true (spans of 1 to 3 words).
+
     python -m tasks.create_pretraining_data --input_file='corpus/*.txt' --output_file='out/wiki-*.tfrecord' \
         --vocab_file=../shared/data/bert-vocab/bert-base-uncased-vocab.txt --do_lower_case=true \
         --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --short_seq_prob=0.1 \
@@ -35,6 +38,10 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens predicted.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability that a document gets a random shorter target length.")
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the input, each with different pairs and masks.")
 flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words (all their WordPiece pieces) at once.")
+flags.DEFINE_boolean("sentence_order", False, "ALBERT's sentence-order prediction labels instead of next-sentence "
+                     "ones: B is the rest of the chunk, A and B swapped half the time (label 1 = swapped).")
+flags.DEFINE_boolean("ngram_masking", False, "ALBERT's n-gram masking: spans of 1 to 3 words (tokens, or whole "
+                     "words with --do_whole_word_mask), length n with probability proportional to 1/n.")
 flags.DEFINE_integer("random_seed", 12345, "Seed of everything random.")
 flags.DEFINE_integer("num_output_shards", 1, "Output files.")
 flags.DEFINE_integer("num_workers", 2, "Worker processes (0 or 1: in this process; the output is the same).")
@@ -62,7 +69,8 @@ def main(_):
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, masked_lm_prob=FLAGS.masked_lm_prob,
         short_seq_prob=FLAGS.short_seq_prob, dupe_factor=FLAGS.dupe_factor,
-        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed, chunk_chars=FLAGS.chunk_chars)
+        do_whole_word_mask=FLAGS.do_whole_word_mask, random_seed=FLAGS.random_seed, chunk_chars=FLAGS.chunk_chars,
+        sentence_order=FLAGS.sentence_order, ngram_masking=FLAGS.ngram_masking)
     result = write_pretraining_records(inputs, outputs, config, num_workers=FLAGS.num_workers)
     stats = result["statistics"]
     summary = stats.summary()

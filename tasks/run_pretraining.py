@@ -1,5 +1,10 @@
 """Pre-trains BERT with the masked-LM and next-sentence objectives (or continues a checkpoint).
 
+--objective picks the objective: mlm_nsp (BERT, the default), mlm (RoBERTa: masked LM only, no next-sentence
+head or loss; with --text_files, dynamic masking) or mlm_sop (ALBERT: masked LM + sentence-order prediction,
+on TFRecords of `create_pretraining_data --sentence_order=true`, or on --text_files, whose pairs are then
+built with sentence-order labels). task.json records it.
+
     # TFRecords of tasks.create_pretraining_data (or Google's), a model from scratch:
     python -m tasks.run_pretraining --input_files='out/data/*.tfrecord' --preset=uncased_L-4_H-256_A-4 \
         --vocab_file=../shared/data/bert-vocab/bert-base-uncased-vocab.txt --model_dir=out/pretrain \
@@ -31,6 +36,9 @@ flags.DEFINE_string("bert_config_file", None, "bert_config.json / config.json of
                     "--init_checkpoint).")
 flags.DEFINE_string("preset", None, "A named config from configs/ (e.g. bert_base_uncased, uncased_L-4_H-256_A-4) "
                     "instead of --bert_config_file.")
+flags.DEFINE_enum("objective", "mlm_nsp", ["mlm_nsp", "mlm", "mlm_sop"], "mlm_nsp: masked LM + next-sentence "
+                  "prediction (BERT); mlm: masked LM only (RoBERTa); mlm_sop: masked LM + sentence-order prediction "
+                  "(ALBERT; TFRecords made with create_pretraining_data --sentence_order=true).")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence (padded).")
 flags.DEFINE_float("masked_lm_prob", 0.15, "--text_files: fraction of word pieces masked.")
 flags.DEFINE_boolean("do_whole_word_mask", False, "--text_files: mask all pieces of a word together.")
@@ -57,7 +65,8 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     task = PretrainingTask(FLAGS.input_files, FLAGS.text_files, FLAGS.eval_files, FLAGS.bert_config_file, FLAGS.preset,
                            FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.do_whole_word_mask,
-                           FLAGS.num_warmup_steps, FLAGS.steps_per_loop, FLAGS.log_steps, FLAGS.max_eval_steps)
+                           FLAGS.num_warmup_steps, FLAGS.steps_per_loop, FLAGS.log_steps, FLAGS.max_eval_steps,
+                           FLAGS.objective)
     run(task, common.run_config())
 
 

@@ -13,6 +13,13 @@ the encoder's, so every loader and writer goes through one table.
   `cls/predictions/*` / `cls/seq_relationship/*` (`run_pretraining.py`); the decoder weight is the encoder's word
   embedding matrix, which the encoder's specs already hold.
 
+RoBERTa (`RobertaFor*`, also XLM-RoBERTa) and DistilBERT (`DistilBertFor*`) name their heads their own way
+(Hugging Face only): the classifier is `classifier.dense` + `classifier.out_proj` (RoBERTa) or `pre_classifier` +
+`classifier` (DistilBERT, also its multiple-choice head); the masked LM is `lm_head.dense`, `lm_head.layer_norm`,
+`lm_head.bias` (RoBERTa) or `vocab_transform`, `vocab_layer_norm`, `vocab_projector.bias` (DistilBERT); neither
+family has a next-sentence head. Token classification (`classifier`) and question answering (`qa_outputs`) are
+named as BERT's.
+
 Examples:
 
 >>> model = BertTokenClassifier(BertEncoder(config), num_labels=9)
@@ -21,7 +28,7 @@ Examples:
 
 from typing import List
 
-from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, layer_norm_specs
+from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, hf_only, layer_norm_specs
 from official_bert.models import (BertClassifier, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
                                   BertTokenClassifier)
 
@@ -35,6 +42,15 @@ def head_specs(model) -> List[WeightSpec]:
     Raises:
         TypeError: another model, whose head has no checkpoint names.
     """
+    if not hasattr(model, "encoder"):
+        raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
+    model_type = model.encoder.config.model_type
+    if isinstance(model, BertClassifier) and model.encoder.config.is_roberta:
+        return hf_only(dense_specs(model.pre_head, None, "classifier.dense")
+                       + dense_specs(model.head, None, "classifier.out_proj"))
+    if isinstance(model, (BertClassifier, BertMultipleChoice)) and model_type == "distilbert":
+        return hf_only(dense_specs(model.pre_head, None, "pre_classifier")
+                       + dense_specs(model.head, None, "classifier"))
     if isinstance(model, (BertClassifier, BertTokenClassifier, BertMultipleChoice)):
         return dense_specs(model.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
                            google_bias="output_bias", google_transposed=True)
@@ -42,6 +58,8 @@ def head_specs(model) -> List[WeightSpec]:
         return dense_specs(model.head, google_prefix="cls/squad", hf_prefix="qa_outputs",
                            google_kernel="output_weights", google_bias="output_bias", google_transposed=True)
     if isinstance(model, BertPretrainer):
+        if model_type != "bert" or model.next_sentence is None:  # no NSP head (RoBERTa's objective "mlm")
+            return masked_lm_specs(model)
         return masked_lm_specs(model) + next_sentence_specs(model)
     raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
 
@@ -51,9 +69,16 @@ def masked_lm_specs(pretrainer, hf_bias_name="cls.predictions.bias") -> List[Wei
 
     Args:
         pretrainer: a `BertPretrainer`.
-        hf_bias_name: the Hugging Face name of the output bias (older exports: `cls.predictions.decoder.bias`).
+        hf_bias_name: the Hugging Face name of a BERT output bias (older exports: `cls.predictions.decoder.bias`);
+            RoBERTa's is `lm_head.bias`, DistilBERT's `vocab_projector.bias`.
     """
     head = pretrainer.masked_lm
+    config = pretrainer.encoder.config
+    if config.model_type != "bert":
+        names = (("lm_head.dense", "lm_head.layer_norm", "lm_head.bias") if config.is_roberta else
+                 ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"))
+        return hf_only([*dense_specs(head.dense, None, names[0]), *layer_norm_specs(head.layer_norm, None, names[1]),
+                        WeightSpec(head.output_bias, None, names[2], (head.vocab_size,))])
     return [
         *dense_specs(head.dense, "cls/predictions/transform/dense", "cls.predictions.transform.dense"),
         *layer_norm_specs(head.layer_norm, "cls/predictions/transform/LayerNorm",

@@ -1,4 +1,8 @@
-"""Loads BERT weights into our models from Hugging Face or Google checkpoints, and writes Hugging Face ones."""
+"""Loads BERT-family weights into our models from Hugging Face or Google checkpoints, and writes Hugging Face ones.
+
+Hugging Face directories of BERT, RoBERTa, XLM-RoBERTa and DistilBERT (`config.json`'s `model_type`) load; the
+encoder of a task model sits under the family's prefix (`bert.`, `roberta.`, `distilbert.`).
+"""
 
 import json
 import logging
@@ -7,45 +11,55 @@ import shutil
 from typing import Iterable, List
 
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
-from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
+from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, WeightSpec, encoder_specs, hf_encoder_roots
 from official_bert.config import BertConfig
 from official_bert.models.encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
 
-# Names of encoder weights in each format: a leftover with one of these prefixes means the config and
-# checkpoint disagree (e.g. more layers), which is an error rather than a head we may leave unused.
-_ENCODER_PREFIXES = {"hf": ("embeddings.", "encoder.", "pooler."), "google": ("bert/",)}
+# Names of Google encoder weights: a leftover with this prefix (or a Hugging Face one under the family's
+# `hf_encoder_roots`) means the config and checkpoint disagree (e.g. more layers), which is an error rather than a
+# head we may leave unused.
+_GOOGLE_ENCODER_PREFIXES = ("bert/",)
 
 
-def hf_encoder_prefix(reader: CheckpointReader) -> str:
-    """"bert." when a Hugging Face checkpoint holds a task model (BertFor...), else ""."""
-    return "bert." if "bert.embeddings.word_embeddings.weight" in reader else ""
+def hf_encoder_prefix(reader: CheckpointReader, model_type: str = "bert") -> str:
+    """The family's prefix ("bert.", "roberta.", "distilbert.") when a Hugging Face checkpoint holds a task model
+    (`BertFor...`, `RobertaFor...`), else ""."""
+    prefix = HF_BASE_PREFIX[model_type]
+    return prefix if f"{prefix}embeddings.word_embeddings.weight" in reader else ""
 
 
-def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str) -> str:
-    """The spec's name in the reader's format, with `hf_prefix` on Hugging Face encoder weights."""
+def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str, roots=hf_encoder_roots("bert")) -> str:
+    """The spec's name in the reader's format, with `hf_prefix` on Hugging Face encoder weights (those under
+    `roots`)."""
     name = spec.name(reader.format)
-    if reader.format == "hf" and name.startswith(_ENCODER_PREFIXES["hf"]):
+    if reader.format == "hf" and name.startswith(roots):
         name = hf_prefix + name
     return name
 
 
-def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "") -> List[str]:
+def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "", model_type: str = "bert"
+            ) -> List[str]:
     """Assigns every spec's variable from the checkpoint, all or nothing.
 
     Args:
         specs: the variables to fill (see `weight_map`).
         reader: an open checkpoint.
         hf_prefix: prepended to Hugging Face names of specs whose name is an encoder weight.
+        model_type: the encoder's family, whose weight names take `hf_prefix`.
     Returns: the checkpoint names that were not used (optimizer slots and buffers excluded).
     Raises:
         ValueError: naming every missing variable, or the first variable whose shape differs (both shapes).
     """
     fmt = reader.format
     values, missing, used = [], [], set()
+    roots = hf_encoder_roots(model_type)
     for spec in specs:
-        name = _encoder_name(spec, reader, hf_prefix)
+        name = _encoder_name(spec, reader, hf_prefix, roots)
+        if name is None:
+            raise ValueError(f"{reader.path}: a {model_type} encoder has no Google TF1 checkpoint names; load its "
+                             "Hugging Face directory")
         if name not in reader:
             missing.append(f"'{name}' (expected shape {spec.stored_shape(fmt)})")
             continue
@@ -58,8 +72,8 @@ def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = 
     return [n for n in reader.names() if n not in used]
 
 
-def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: str):
-    prefixes = tuple(hf_prefix + p for p in _ENCODER_PREFIXES[fmt]) if fmt == "hf" else _ENCODER_PREFIXES[fmt]
+def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: str, model_type: str = "bert"):
+    prefixes = tuple(hf_prefix + p for p in hf_encoder_roots(model_type)) if fmt == "hf" else _GOOGLE_ENCODER_PREFIXES
     unexpected = [n for n in unused if n.startswith(prefixes)]
     if unexpected:
         raise ValueError(
@@ -82,18 +96,34 @@ def load_encoder(path, config: BertConfig = None):
     """Builds a `BertEncoder` and loads its weights from a checkpoint.
 
     Args:
-        path: a Hugging Face directory (`config.json` + `model.safetensors`), a Google directory
+        path: a Hugging Face directory (`config.json` + `model.safetensors`) of a `BertModel`, `RobertaModel`,
+            `XLMRobertaModel` or `DistilBertModel` (or a task model of theirs), a Google directory
             (`bert_config.json` + `bert_model.ckpt.*`) or a Google checkpoint prefix.
         config: overrides the config file found beside the checkpoint.
-    Returns: `(encoder, config)`.
+    Returns: `(encoder, config)`. A RoBERTa checkpoint without the pooler (transformers saves its task models
+        without one) loads, and the pooler keeps its initialisation.
+    Raises:
+        ValueError: a `config.json` of another family (e.g. `model_type` "gpt2"), naming it.
     """
     reader = open_checkpoint(path)
     config = config or load_config(reader)
     encoder = BertEncoder(config)
-    hf_prefix = hf_encoder_prefix(reader) if reader.format == "hf" else ""
-    unused = restore(encoder_specs(encoder), reader, hf_prefix=hf_prefix)
-    _check_leftovers(unused, reader.format, hf_prefix, reader.path)
+    hf_prefix = hf_encoder_prefix(reader, config.model_type) if reader.format == "hf" else ""
+    specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config, config.is_roberta)
+    unused = restore(specs, reader, hf_prefix=hf_prefix, model_type=config.model_type)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.model_type)
     return encoder, config
+
+
+def _without_missing_pooler(specs, reader, hf_prefix, config, optional_pooler):
+    """`specs` less the pooler's two (last) when it is optional and not in the checkpoint (logged)."""
+    if not (optional_pooler and config.has_pooler):
+        return specs
+    roots = hf_encoder_roots(config.model_type)
+    if any(_encoder_name(spec, reader, hf_prefix, roots) in reader for spec in specs[-2:]):
+        return specs
+    logger.info("%s: no pooler in the checkpoint; it keeps its initialisation", reader.path)
+    return specs[:-2]
 
 
 def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
@@ -113,14 +143,12 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
     Returns: whether the head was loaded.
     """
     reader = open_checkpoint(path)
-    hf_prefix = hf_encoder_prefix(reader) if reader.format == "hf" else ""
-    specs = encoder_specs(encoder)
-    pooler = specs[-2:]  # pooler kernel and bias come last
-    if optional_pooler and not any(_encoder_name(spec, reader, hf_prefix) in reader for spec in pooler):
-        logger.info("%s: no pooler in the checkpoint; it keeps its initialisation (unused by this task)", reader.path)
-        specs = specs[:-2]
-    unused = restore(specs, reader, hf_prefix=hf_prefix)
-    _check_leftovers(unused, reader.format, hf_prefix, reader.path)
+    config = encoder.config
+    hf_prefix = hf_encoder_prefix(reader, config.model_type) if reader.format == "hf" else ""
+    specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config,
+                                    optional_pooler or config.is_roberta)
+    unused = restore(specs, reader, hf_prefix=hf_prefix, model_type=config.model_type)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.model_type)
     if head_specs and all(spec.name(reader.format) in reader for spec in head_specs):
         restore(head_specs, reader)
         return True
@@ -129,7 +157,8 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
 
 
 def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):
-    """Writes a Hugging Face `BertModel` directory (`config.json` + `model.safetensors`) for PyTorch users.
+    """Writes a Hugging Face `BertModel` (`RobertaModel`, `XLMRobertaModel`, `DistilBertModel`) directory
+    (`config.json` + `model.safetensors`) for PyTorch users.
 
     Args:
         encoder: a `BertEncoder`.
@@ -148,7 +177,7 @@ def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=Fals
         path: output directory (created).
         tensors: Hugging Face name -> array.
         hf_config: the contents of `config.json`.
-        vocab_file: copied in as `vocab.txt` when given.
+        vocab_file: copied in as `vocab.txt` when given (RoBERTa's `vocab.json`: copied with its `merges.txt`).
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     Returns: `path`.
     """
@@ -161,7 +190,10 @@ def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=Fals
     save_file(tensors, weights_path, metadata={"format": "pt"})
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2)
-    if vocab_file:
+    if vocab_file and str(vocab_file).endswith(".json"):  # RoBERTa's vocab.json, with the merges.txt beside it
+        shutil.copyfile(vocab_file, os.path.join(path, "vocab.json"))
+        shutil.copyfile(os.path.join(os.path.dirname(vocab_file), "merges.txt"), os.path.join(path, "merges.txt"))
+    elif vocab_file:
         shutil.copyfile(vocab_file, os.path.join(path, "vocab.txt"))
     return path
 

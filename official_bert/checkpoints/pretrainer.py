@@ -6,13 +6,17 @@ import logging
 from official_bert.checkpoints.heads import head_specs, masked_lm_specs, next_sentence_specs
 from official_bert.checkpoints.loading import load_task_weights, restore, write_hf_directory
 from official_bert.checkpoints.readers import open_checkpoint
-from official_bert.checkpoints.weight_map import encoder_specs
+from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, encoder_specs
 
 logger = logging.getLogger(__name__)
 
 # Hugging Face names of the masked-LM output bias: transformers saves `cls.predictions.bias`; older exports
 # hold (also, or only) the tied `cls.predictions.decoder.bias`.
 _HF_MLM_BIAS_NAMES = ("cls.predictions.bias", "cls.predictions.decoder.bias")
+
+# The transformers class `save_pretrainer` writes, by family: BERT's with both heads, the others' masked LM.
+_HF_PRETRAINER_CLASSES = {"bert": "BertForPreTraining", "roberta": "RobertaForMaskedLM",
+                          "xlm-roberta": "XLMRobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM"}
 
 
 def load_pretrainer_weights(pretrainer, path):
@@ -33,8 +37,8 @@ def load_pretrainer_weights(pretrainer, path):
     bias_name = _HF_MLM_BIAS_NAMES[0]
     if reader.format == "hf":
         bias_name = next((name for name in _HF_MLM_BIAS_NAMES if name in reader), bias_name)
-    nsp_specs = next_sentence_specs(pretrainer)
-    has_nsp = all(spec.name(reader.format) in reader for spec in nsp_specs)
+    nsp_specs = next_sentence_specs(pretrainer) if pretrainer.next_sentence is not None else []
+    has_nsp = bool(nsp_specs) and all(spec.name(reader.format) in reader for spec in nsp_specs)
     # Without the NSP head the pooler (its only user) may be missing too, as in HF's BertForMaskedLM.
     loaded = {"masked_lm": load_task_weights(pretrainer.encoder, masked_lm_specs(pretrainer, bias_name), path,
                                              optional_pooler=not has_nsp),
@@ -49,7 +53,8 @@ def load_pretrainer_weights(pretrainer, path):
 
 def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
     """Writes a Hugging Face `BertForPreTraining` directory (`config.json` + `model.safetensors`, encoder weights
-    under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load.
+    under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load; for RoBERTa and
+    DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only).
 
     Args:
         pretrainer: a `BertPretrainer`.
@@ -57,7 +62,9 @@ def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
         vocab_file: copied in as `vocab.txt` when given.
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     """
-    tensors = {f"bert.{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
+    model_type = pretrainer.encoder.config.model_type
+    prefix = HF_BASE_PREFIX[model_type]
+    tensors = {f"{prefix}{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
     tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(pretrainer)})
-    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": ["BertForPreTraining"]}
+    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [_HF_PRETRAINER_CLASSES[model_type]]}
     return write_hf_directory(path, tensors, config, vocab_file, overwrite)

@@ -95,8 +95,49 @@ def layer_norm_specs(layer, google_prefix, hf_prefix) -> List[WeightSpec]:
     ]
 
 
+# Where a task model holds its encoder in a Hugging Face checkpoint (`BertForSequenceClassification.bert`, ...),
+# and the first names of the encoder's own weights, by family (`BertConfig.model_type`).
+HF_BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert."}
+HF_ENCODER_ROOTS = {"bert": ("embeddings.", "encoder.", "pooler."), "distilbert": ("embeddings.", "transformer.")}
+
+
+def hf_encoder_roots(model_type: str) -> tuple:
+    """The first names of a family's encoder weights in a Hugging Face checkpoint (RoBERTa's are BERT's)."""
+    return HF_ENCODER_ROOTS.get(model_type, HF_ENCODER_ROOTS["bert"])
+
+
+def _distilbert_specs(encoder) -> List[WeightSpec]:
+    """Hugging Face `DistilBertModel` names (`transformer.layer.0.attention.q_lin.weight`, ...); no Google names."""
+    emb = encoder.embeddings
+    specs = [
+        WeightSpec(emb.word_embeddings, None, "embeddings.word_embeddings.weight", tuple(emb.word_embeddings.shape)),
+        WeightSpec(emb.position_embeddings, None, "embeddings.position_embeddings.weight",
+                   tuple(emb.position_embeddings.shape)),
+        *layer_norm_specs(emb.layer_norm, None, "embeddings.LayerNorm"),
+    ]
+    for i, block in enumerate(encoder.transformer_layers):
+        hf = f"transformer.layer.{i}"
+        attention = block.attention
+        for ours, theirs in (("query", "q_lin"), ("key", "k_lin"), ("value", "v_lin"), ("output_dense", "out_lin")):
+            specs += dense_specs(getattr(attention, ours), None, f"{hf}.attention.{theirs}")
+        specs += layer_norm_specs(block.attention_layer_norm, None, f"{hf}.sa_layer_norm")
+        specs += dense_specs(block.intermediate, None, f"{hf}.ffn.lin1")
+        specs += dense_specs(block.output_dense, None, f"{hf}.ffn.lin2")
+        specs += layer_norm_specs(block.output_layer_norm, None, f"{hf}.output_layer_norm")
+    return hf_only(specs)
+
+
+def hf_only(specs: List[WeightSpec]) -> List[WeightSpec]:
+    """`specs` without Google names: weights of families that Google's TF1 checkpoints never held."""
+    return [dataclasses.replace(spec, google_name=None) for spec in specs]
+
+
 def encoder_specs(encoder) -> List[WeightSpec]:
-    """Specs of every variable of a `BertEncoder`, in Google's and Hugging Face `BertModel` naming."""
+    """Specs of every variable of a `BertEncoder`, in Google's and Hugging Face `BertModel` naming (RoBERTa's
+    encoder has BERT's Hugging Face names; DistilBERT's its own, see `_distilbert_specs`). The pooler's two specs,
+    when the encoder has one, come last."""
+    if encoder.config.model_type == "distilbert":
+        return _distilbert_specs(encoder)
     emb = encoder.embeddings
     specs = [
         WeightSpec(emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",

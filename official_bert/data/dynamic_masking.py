@@ -102,7 +102,7 @@ def _select_whole_words(input_ids, candidate, scores, num_to_predict, vocab):
 def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length, max_predictions_per_seq,
                             masked_lm_prob=0.15, is_training=True, seed=0, do_whole_word_mask=False,
                             input_context=None, short_seq_prob=0.1, chunk_chars=1_000_000,
-                            shuffle_buffer_size=10000):
+                            shuffle_buffer_size=10000, sentence_order=False):
     """Batches for pre-training from raw text files, tokenized in-graph and masked afresh every epoch.
 
     Args:
@@ -118,6 +118,8 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
             the documents when there are fewer files than pipelines) and draws its own masks.
         chunk_chars: characters per chunk of documents (the random-next buffer; see `document_chunks`).
         shuffle_buffer_size: instances in the shuffle buffer.
+        sentence_order: ALBERT's sentence-order labels (A and B swapped half the time, label 1) instead of
+            next-sentence ones (see `pretraining_instances.create_sentence_pairs`).
 
     Returns:
         A `tf.data.Dataset` of the dict `pretraining_dataset` yields.
@@ -158,7 +160,8 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
             if sentences:
                 documents.append(sentences)
         pairs = [p for i in range(len(documents))
-                 for p in pi.create_sentence_pairs(documents, i, max_seq_length, short_seq_prob, vocab, rng)]
+                 for p in pi.create_sentence_pairs(documents, i, max_seq_length, short_seq_prob, vocab, rng,
+                                                   sentence_order)]
         if is_training:
             rng.shuffle(pairs)
         splits = np.cumsum([0] + [len(p.tokens) for p in pairs]).astype(np.int64)

@@ -13,6 +13,15 @@ The recipe is the original `create_pretraining_data.py`'s (Devlin et al. 2019), 
   masked_lm_prob)))` positions (never [CLS]/[SEP]); each predicted token becomes [MASK] (80%), a random
   vocabulary id (10%) or stays (10%). With whole-word masking, a word's `##` pieces are chosen together.
 
+ALBERT's variants (Lan et al. 2020, its `create_pretraining_data.py`):
+
+- `sentence_order`: sentence-order prediction instead of NSP. B is the rest of the chunk; half the time A
+  and B are swapped, and the label (the `next_sentence_labels` feature, as ALBERT writes it) is 1 then. A
+  chunk of one sentence still gets a B from a random document, label 1, as ALBERT's code does.
+- `ngram_masking`: spans of 1 to 3 consecutive words (tokens, or whole words with whole-word masking),
+  each span's length n drawn with probability proportional to 1/n (6/11, 3/11, 2/11), shortened until it
+  fits the prediction budget; spans that overlap chosen ones are skipped.
+
 Differences from the original, all for bounded memory on multi-GB corpora:
 
 - Documents are streamed in chunks of about `chunk_chars` characters (`sentence_corpus.document_chunks`)
@@ -123,7 +132,8 @@ class SentencePair:
     Attributes:
         tokens: list of int ids, special tokens included (at most max_seq_length).
         segment_ids: 0 on [CLS], A and its [SEP]; 1 on B and its [SEP].
-        is_random_next: B comes from another document (the NSP label 1).
+        is_random_next: the label 1: B comes from another document (NSP), or with sentence order, A and B are
+            swapped (or B is random, see `forced_random_next`).
         target_seq_length: the token budget this pair was cut for (< max_seq_length - 3 for short targets).
         forced_random_next: B was random because the chunk held a single sentence (not a coin flip).
     """
@@ -167,8 +177,9 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
             longer.pop()
 
 
-def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_prob, vocab, rng):
-    """Cuts one document into `[CLS] A [SEP] B [SEP]` pairs with next-sentence labels.
+def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_prob, vocab, rng,
+                          sentence_order=False):
+    """Cuts one document into `[CLS] A [SEP] B [SEP]` pairs with next-sentence (or sentence-order) labels.
 
     Args:
         documents: the chunk's tokenized documents (lists of sentences of ids); random next sentences
@@ -178,6 +189,7 @@ def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_p
         short_seq_prob: probability of a random shorter target length in [2, max_seq_length - 3].
         vocab: a `MaskingVocab`.
         rng: a `random.Random`.
+        sentence_order: ALBERT's sentence-order labels (A and B swapped half the time) instead of NSP's.
 
     Returns:
         list of `SentencePair`.
@@ -195,7 +207,7 @@ def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_p
             a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
             tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
             forced = len(chunk) == 1
-            is_random_next = forced or rng.random() < 0.5
+            is_random_next = forced or (not sentence_order and rng.random() < 0.5)
             tokens_b = []
             if is_random_next:
                 target_b_length = target_seq_length - len(tokens_a)
@@ -208,6 +220,9 @@ def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_p
                 i -= len(chunk) - a_end  # the chunk's unused sentences go back to the stream
             else:
                 tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
+                if sentence_order and rng.random() < 0.5:
+                    tokens_a, tokens_b = tokens_b, tokens_a
+                    is_random_next = True  # the label: out of order
             truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
             tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b + [vocab.sep_id]
             segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
@@ -226,7 +241,7 @@ def _random_other_document(num_documents, document_index, rng):
 
 
 def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq, vocab, rng,
-                                 do_whole_word_mask=False):
+                                 do_whole_word_mask=False, ngram_masking=False, ngram_draws=None):
     """Chooses and corrupts the masked-LM positions of one sequence.
 
     Args:
@@ -236,12 +251,15 @@ def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq
         vocab: a `MaskingVocab`.
         rng: a `random.Random`.
         do_whole_word_mask: choose whole words (a piece and the `##` pieces right after it).
+        ngram_masking: choose ALBERT's spans of 1 to 3 words (see the module notes).
+        ngram_draws: with `ngram_masking`, a `collections.Counter` to which the drawn length of every span
+            with all lengths open (3 or more words left from its start) is added (statistics).
 
     Returns:
         `(output_tokens, positions, labels)`: the corrupted copy of `tokens`, the sorted predicted positions
         and the original ids there. Without whole-word masking there are exactly
-        `min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))` positions; with it, words
-        that would overshoot that number are skipped, so there may be fewer.
+        `min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))` positions; with it (or
+        n-grams), words that would overshoot that number are skipped, so there may be fewer.
     """
     words = []  # lists of candidate positions, one per word (or per token)
     for i, token in enumerate(tokens):
@@ -253,6 +271,12 @@ def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq
             words.append([i])
     num_to_predict = min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob))))
     output = list(tokens)
+    if ngram_masking:
+        positions = _ngram_positions(words, num_to_predict, rng, ngram_draws)
+        for index in positions:
+            _corrupt(output, index, vocab, rng)
+        positions.sort()
+        return output, positions, [tokens[p] for p in positions]
     positions = []
     for word in _lazy_shuffle(words, rng):  # the words in random order, drawn only as far as needed
         if len(positions) >= num_to_predict:
@@ -260,15 +284,52 @@ def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq
         if len(positions) + len(word) > num_to_predict:
             continue
         for index in word:
-            if rng.random() < 0.8:
-                output[index] = vocab.mask_id
-            elif rng.random() < 0.5:
-                pass  # 10%: unchanged
-            else:
-                output[index] = rng.randint(0, vocab.vocab_size - 1)  # 10%: a random id
+            _corrupt(output, index, vocab, rng)
             positions.append(index)
     positions.sort()
     return output, positions, [tokens[p] for p in positions]
+
+
+def _corrupt(output, index, vocab, rng):
+    """The recipe's corruption of a predicted token, in place: [MASK] 80%, unchanged 10%, a random id 10%."""
+    if rng.random() < 0.8:
+        output[index] = vocab.mask_id
+    elif rng.random() < 0.5:
+        pass  # 10%: unchanged
+    else:
+        output[index] = rng.randint(0, vocab.vocab_size - 1)  # 10%: a random id
+
+
+MAX_NGRAM = 3
+NGRAM_PROBS = tuple((1 / n) / sum(1 / k for k in range(1, MAX_NGRAM + 1)) for n in range(1, MAX_NGRAM + 1))
+
+
+def _ngram_positions(words, num_to_predict, rng, ngram_draws=None):
+    """ALBERT's n-gram choice: positions of spans of 1..3 consecutive words, in the order chosen.
+
+    Span starts are visited in random order; the span's length n is drawn with probability 1/n normalised
+    over the lengths that fit before the last word, then shortened while it overshoots `num_to_predict`;
+    a span that still overshoots or overlaps a chosen one is skipped.
+    """
+    starts = list(range(len(words)))
+    rng.shuffle(starts)
+    chosen, covered = [], set()
+    for start in starts:
+        if len(chosen) >= num_to_predict:
+            break
+        open_lengths = min(MAX_NGRAM, len(words) - start)
+        n = rng.choices(range(1, open_lengths + 1), weights=NGRAM_PROBS[:open_lengths])[0]
+        if ngram_draws is not None and open_lengths == MAX_NGRAM:
+            ngram_draws[n] += 1
+        span = [i for word in words[start:start + n] for i in word]
+        while len(chosen) + len(span) > num_to_predict and n > 1:
+            n -= 1
+            span = [i for word in words[start:start + n] for i in word]
+        if len(chosen) + len(span) > num_to_predict or covered.intersection(span):
+            continue
+        covered.update(span)
+        chosen.extend(span)
+    return chosen
 
 
 def _lazy_shuffle(items, rng):
@@ -280,24 +341,29 @@ def _lazy_shuffle(items, rng):
         yield items[i]
 
 
-def mask_pair(pair, masked_lm_prob, max_predictions_per_seq, vocab, rng, do_whole_word_mask=False):
+def mask_pair(pair, masked_lm_prob, max_predictions_per_seq, vocab, rng, do_whole_word_mask=False,
+              ngram_masking=False, ngram_draws=None):
     """A `SentencePair` with its masked-LM predictions: a `TrainingInstance`."""
     tokens, positions, labels = create_masked_lm_predictions(pair.tokens, masked_lm_prob, max_predictions_per_seq,
-                                                             vocab, rng, do_whole_word_mask)
+                                                             vocab, rng, do_whole_word_mask, ngram_masking,
+                                                             ngram_draws)
     return TrainingInstance(tokens, pair.segment_ids, pair.is_random_next, positions, labels,
                             pair.target_seq_length, pair.forced_random_next)
 
 
 def create_instances_from_document(documents, document_index, max_seq_length, short_seq_prob, masked_lm_prob,
-                                   max_predictions_per_seq, vocab, rng, do_whole_word_mask=False):
+                                   max_predictions_per_seq, vocab, rng, do_whole_word_mask=False,
+                                   sentence_order=False, ngram_masking=False, ngram_draws=None):
     """The training instances of one document: `create_sentence_pairs`, each masked. Returns TrainingInstances."""
-    return [mask_pair(pair, masked_lm_prob, max_predictions_per_seq, vocab, rng, do_whole_word_mask)
+    return [mask_pair(pair, masked_lm_prob, max_predictions_per_seq, vocab, rng, do_whole_word_mask, ngram_masking,
+                      ngram_draws)
             for pair in create_sentence_pairs(documents, document_index, max_seq_length, short_seq_prob, vocab,
-                                              rng)]
+                                              rng, sentence_order)]
 
 
 def create_instances(documents, max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq, vocab,
-                     rng, dupe_factor=1, do_whole_word_mask=False, shuffle=True, document_targets=None):
+                     rng, dupe_factor=1, do_whole_word_mask=False, shuffle=True, document_targets=None,
+                     sentence_order=False, ngram_masking=False, ngram_draws=None):
     """All instances of a chunk of tokenized documents: `dupe_factor` passes (each with fresh target lengths,
     pairs and masks), then shuffled together.
 
@@ -312,6 +378,8 @@ def create_instances(documents, max_seq_length, short_seq_prob, masked_lm_prob, 
             target is drawn once per document, as in the original, so about `short_seq_prob` of the documents
             get a short one; their pairs are shorter and more numerous, so more than that fraction of the
             instances are short.
+        sentence_order, ngram_masking: ALBERT's sentence-order labels and n-gram masking (module notes).
+        ngram_draws: see `create_masked_lm_predictions`.
 
     Returns:
         list of `TrainingInstance`.
@@ -322,7 +390,7 @@ def create_instances(documents, max_seq_length, short_seq_prob, masked_lm_prob, 
         for index in range(len(documents)):
             document_instances = create_instances_from_document(
                 documents, index, max_seq_length, short_seq_prob, masked_lm_prob, max_predictions_per_seq, vocab,
-                rng, do_whole_word_mask)
+                rng, do_whole_word_mask, sentence_order, ngram_masking, ngram_draws)
             if document_targets is not None:
                 document_targets.append(document_instances[0].target_seq_length)
             instances.extend(document_instances)

@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 
+from official_bert.data.pretraining_instances import MAX_NGRAM, NGRAM_PROBS
+
 # The recipe's corruption of a predicted token: 80% [MASK], 10% unchanged, 10% a uniformly random id.
 MASK_PROB, KEEP_PROB, RANDOM_PROB = 0.8, 0.1, 0.1
 
@@ -34,17 +36,23 @@ class MaskingStatistics:
         masked_lm_prob: the recipe's probability.
         max_predictions_per_seq: the recipe's cap.
         do_whole_word_mask: whole words were masked (the count may fall short of the rule; no word is split).
+        sentence_order: the pair labels are ALBERT's sentence order (1 = swapped) rather than NSP's.
+        ngram_masking: ALBERT's n-gram spans were masked (the count may fall short of the rule).
     """
 
     COUNTERS = ("instances", "tokens", "predictions", "count_equal", "count_below", "count_above", "special_masked",
                 "mask_token", "unchanged", "random_token", "random_next", "split_words", "padding_nonzero",
-                "document_passes", "short_targets", "generated_instances", "forced_random_next")
+                "document_passes", "short_targets", "generated_instances", "forced_random_next",
+                *(f"ngram_{n}" for n in range(1, MAX_NGRAM + 1)))
 
-    def __init__(self, vocab, masked_lm_prob, max_predictions_per_seq, do_whole_word_mask=False):
+    def __init__(self, vocab, masked_lm_prob, max_predictions_per_seq, do_whole_word_mask=False,
+                 sentence_order=False, ngram_masking=False):
         self.vocab = vocab
         self.masked_lm_prob = masked_lm_prob
         self.max_predictions_per_seq = max_predictions_per_seq
         self.do_whole_word_mask = do_whole_word_mask
+        self.sentence_order = sentence_order
+        self.ngram_masking = ngram_masking
         self.counts = dict.fromkeys(self.COUNTERS, 0)
         self._is_suffix = vocab.is_suffix_table()
 
@@ -95,7 +103,7 @@ class MaskingStatistics:
         continues = candidate[:, 1:] & candidate[:, :-1] & self._is_suffix[original[:, 1:]]
         c["split_words"] += int(((selected[:, 1:] != selected[:, :-1]) & continues).any(axis=1).sum())
 
-    def update_generation(self, document_targets, max_num_tokens, forced_random_next):
+    def update_generation(self, document_targets, max_num_tokens, forced_random_next, ngram_draws=None):
         """Adds generator-side facts that the records do not hold.
 
         Args:
@@ -103,7 +111,10 @@ class MaskingStatistics:
                 `pretraining_instances.create_instances`).
             max_num_tokens: max_seq_length - 3 (targets below it are the short ones).
             forced_random_next: one bool per instance: B random because the chunk held one sentence.
+            ngram_draws: {n: spans drawn with length n where all lengths were open} (n-gram masking).
         """
+        for n, count in (ngram_draws or {}).items():
+            self.counts[f"ngram_{n}"] += count
         document_targets = np.asarray(document_targets)
         self.counts["document_passes"] += document_targets.size
         self.counts["short_targets"] += int((document_targets < max_num_tokens).sum())
@@ -128,7 +139,7 @@ class MaskingStatistics:
         rows = [("[MASK] among predictions", c["mask_token"], c["predictions"], MASK_PROB + RANDOM_PROB / v),
                 ("unchanged among predictions", c["unchanged"], c["predictions"], KEEP_PROB + RANDOM_PROB / v),
                 ("random id among predictions", c["random_token"], c["predictions"], RANDOM_PROB * (1 - 2 / v))]
-        if not self.do_whole_word_mask:
+        if not (self.do_whole_word_mask or self.ngram_masking):
             rows.append(("instances with the rule's count", c["count_equal"], c["instances"], 1.0))
         rows.append(("[CLS]/[SEP]/padding predicted", c["special_masked"], c["predictions"], 0.0))
         if self.do_whole_word_mask:
@@ -136,11 +147,15 @@ class MaskingStatistics:
         if c["generated_instances"]:
             # A fair coin decides unless the chunk held one sentence (then B is always random): compare the
             # coin-flip instances alone (records cannot tell them apart; the generator counted the forced ones).
-            rows.append(("random next (NSP), coin-flip pairs", c["random_next"] - c["forced_random_next"],
+            rows.append((f"{self._label_name()}, coin-flip pairs", c["random_next"] - c["forced_random_next"],
                          c["generated_instances"] - c["forced_random_next"], 0.5))
             if short_seq_prob is not None:
                 rows.append(("documents with a short target", c["short_targets"], c["document_passes"],
                              short_seq_prob))
+        spans = sum(c[f"ngram_{n}"] for n in range(1, MAX_NGRAM + 1))
+        if self.ngram_masking and spans:
+            for n in range(1, MAX_NGRAM + 1):  # spans with all lengths open: P(n) = (1/n) / sum(1/k)
+                rows.append((f"{n}-word spans (n-gram masking)", c[f"ngram_{n}"], spans, NGRAM_PROBS[n - 1]))
         result = []
         for name, hits, n, p in rows:
             observed = hits / n if n else float("nan")
@@ -167,5 +182,9 @@ class MaskingStatistics:
         lines.append(f"instances {s['instances']}, tokens {s['tokens']}, predictions {s['masked_lm_predictions']} "
                      f"({s['masked_fraction']:.4f} of tokens; rule {self.masked_lm_prob} capped at "
                      f"{self.max_predictions_per_seq}), below the rule's count: {s['instances_below_rule']}, "
-                     f"above: {s['instances_above_rule']}; random next (NSP label 1): {s['random_next_fraction']:.4f}")
+                     f"above: {s['instances_above_rule']}; {self._label_name()} (label 1): "
+                     f"{s['random_next_fraction']:.4f}")
         return "\n".join(lines)
+
+    def _label_name(self):
+        return "swapped (SOP)" if self.sentence_order else "random next (NSP)"

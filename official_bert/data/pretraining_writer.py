@@ -30,6 +30,8 @@ class PretrainingDataConfig:
         do_lower_case: uncased tokenization.
         max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor,
         do_whole_word_mask, random_seed: the recipe (flag names of the original).
+        sentence_order: ALBERT's sentence-order labels (A and B swapped half the time) instead of NSP's.
+        ngram_masking: ALBERT's n-gram masking (spans of 1 to 3 words).
         chunk_chars: characters per chunk of documents (the unit of work and the random-next buffer).
         tokenize_batch_size: sentences per tokenizer call.
     """
@@ -43,6 +45,8 @@ class PretrainingDataConfig:
     dupe_factor: int = 10
     do_whole_word_mask: bool = False
     random_seed: int = 12345
+    sentence_order: bool = False
+    ngram_masking: bool = False
     chunk_chars: int = 2_000_000
     tokenize_batch_size: int = 1024
 
@@ -71,20 +75,22 @@ class ChunkProcessor:
 
     def new_statistics(self):
         c = self.config
-        return MaskingStatistics(self.vocab, c.masked_lm_prob, c.max_predictions_per_seq, c.do_whole_word_mask)
+        return MaskingStatistics(self.vocab, c.masked_lm_prob, c.max_predictions_per_seq, c.do_whole_word_mask,
+                                 c.sentence_order, c.ngram_masking)
 
     def __call__(self, chunk_index, documents):
         c = self.config
         tokenized, empty = pi.tokenize_documents(self.tokenizer, documents, c.tokenize_batch_size)
-        targets = []
+        targets, ngram_draws = [], collections.Counter()
         instances = pi.create_instances(tokenized, c.max_seq_length, c.short_seq_prob, c.masked_lm_prob,
                                         c.max_predictions_per_seq, self.vocab, pi.chunk_rng(c.random_seed, chunk_index),
                                         dupe_factor=c.dupe_factor, do_whole_word_mask=c.do_whole_word_mask,
-                                        document_targets=targets)
+                                        document_targets=targets, sentence_order=c.sentence_order,
+                                        ngram_masking=c.ngram_masking, ngram_draws=ngram_draws)
         arrays = instances_to_arrays(instances, c.max_seq_length, c.max_predictions_per_seq)
         stats = self.new_statistics()
         stats.update(arrays)
-        stats.update_generation(targets, c.max_seq_length - 3, [i.forced_random_next for i in instances])
+        stats.update_generation(targets, c.max_seq_length - 3, [i.forced_random_next for i in instances], ngram_draws)
         return ChunkResult(serialize_arrays(arrays), stats, len(documents), sum(len(d) for d in documents), empty,
                            instances[0].tokens if instances else [])
 
@@ -129,7 +135,7 @@ def write_pretraining_records(input_files, output_paths, config, num_workers=2, 
             nonlocal stats, last_log
             if stats is None:
                 stats = MaskingStatistics(result.stats.vocab, config.masked_lm_prob, config.max_predictions_per_seq,
-                                          config.do_whole_word_mask)
+                                          config.do_whole_word_mask, config.sentence_order, config.ngram_masking)
             if totals["chunks"] == 0 and result.first_tokens:
                 from official_bert.text.vocab import load_vocab
 

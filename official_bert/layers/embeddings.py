@@ -1,4 +1,4 @@
-"""BertEmbeddings: word + position + token-type embeddings, then LayerNorm and dropout."""
+"""BertEmbeddings: word + position + token-type embeddings, then LayerNorm and dropout (BERT, RoBERTa, DistilBERT)."""
 
 import keras
 from keras import ops
@@ -11,17 +11,19 @@ class BertEmbeddings(keras.layers.Layer):
         vocab_size: rows of the word-piece table.
         hidden_size: embedding width H.
         max_position_embeddings: rows of the position table; longer inputs are an error.
-        type_vocab_size: rows of the token-type (segment) table.
+        type_vocab_size: rows of the token-type (segment) table; 0: no table, `input_type_ids` unused (DistilBERT).
         layer_norm_eps: LayerNorm epsilon.
         dropout_rate: dropout after the LayerNorm.
         initializer_range: stddev of the truncated-normal initializer.
         padding_id: the [PAD] word-piece id (0 in every BERT vocab). Its row gets no gradient through the lookup,
             as Hugging Face's `nn.Embedding(padding_idx=pad_token_id)`: otherwise a loss over padded positions
             (SQuAD's span logits) trains it and its gradient enlarges the global norm that clipping divides by.
+        positions_after_padding: RoBERTa's position ids: `padding_id + 1 + i` on the i-th non-padding token and
+            `padding_id` on padding (transformers' `create_position_ids_from_input_ids`); else `i` (BERT).
     """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, layer_norm_eps,
-                 dropout_rate, initializer_range, padding_id=0, **kwargs):
+                 dropout_rate, initializer_range, padding_id=0, positions_after_padding=False, **kwargs):
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
@@ -31,6 +33,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         self.padding_id = padding_id
+        self.positions_after_padding = positions_after_padding
         # LayerNorm kept in float32 under mixed precision.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
@@ -43,17 +46,21 @@ class BertEmbeddings(keras.layers.Layer):
             name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=init, autocast=False)
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size), initializer=init)
-        self.token_type_embeddings = self.add_weight(
-            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), initializer=init)
+        self.token_type_embeddings = None
+        if self.type_vocab_size:
+            self.token_type_embeddings = self.add_weight(
+                name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), initializer=init)
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
         # input_word_ids, input_type_ids: (batch, seq) int
         seq_length = input_word_ids.shape[1]
-        if seq_length is not None and seq_length > self.max_position_embeddings:
-            raise ValueError(
-                f"Sequence length {seq_length} exceeds max_position_embeddings={self.max_position_embeddings}")
+        skipped = self.padding_id + 1 if self.positions_after_padding else 0  # RoBERTa's first position ids
+        if seq_length is not None and seq_length + skipped > self.max_position_embeddings:
+            less = f" less {skipped} padding positions" if skipped else ""
+            raise ValueError(f"Sequence length {seq_length} exceeds max_position_embeddings="
+                             f"{self.max_position_embeddings}{less}")
         seq_length = ops.shape(input_word_ids)[1]
         words = ops.take(self.word_embeddings, input_word_ids, axis=0)  # (batch, seq, hidden) float32
         words = ops.cast(words, self.compute_dtype)
@@ -63,9 +70,16 @@ class BertEmbeddings(keras.layers.Layer):
         # token onto two rows, which XLA runs as contended atomics (25 ms of a 145 ms BERT-Large SQuAD step on an
         # H100). An id outside [0, type_vocab_size) selects no row (a zero embedding, as a GPU lookup gives);
         # the input packers only write 0 and 1.
+        if self.positions_after_padding:
+            not_padding = ops.cast(ops.logical_not(is_padding[..., 0]), "int32")  # (batch, seq)
+            position_ids = ops.cumsum(not_padding, axis=1) * not_padding + self.padding_id  # (batch, seq)
+            positions = ops.take(self.position_embeddings, position_ids, axis=0)  # (batch, seq, hidden)
+        else:
+            positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
+        if self.token_type_embeddings is None:
+            return self.dropout(self.layer_norm(words + positions), training=training)
         one_hot_types = ops.one_hot(input_type_ids, self.type_vocab_size, dtype=self.compute_dtype)  # (b, s, types)
         types = ops.matmul(one_hot_types, self.token_type_embeddings)  # (batch, seq, hidden)
-        positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
         embeddings = self.layer_norm(words + types + positions)
         return self.dropout(embeddings, training=training)
 
@@ -77,5 +91,6 @@ class BertEmbeddings(keras.layers.Layer):
         config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
                       max_position_embeddings=self.max_position_embeddings, type_vocab_size=self.type_vocab_size,
                       layer_norm_eps=self.layer_norm_eps, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range, padding_id=self.padding_id)
+                      initializer_range=self.initializer_range, padding_id=self.padding_id,
+                      positions_after_padding=self.positions_after_padding)
         return config

@@ -1,16 +1,22 @@
-"""BertClassifier: dropout + dense on the pooled output (sequence classification and regression)."""
+"""BertClassifier: dropout + dense on the pooled output (sequence classification and regression); RoBERTa's and
+DistilBERT's heads add their dense layer on the first token."""
 
 import keras
 
-from official_bert.models.task_model import TaskModel
+from official_bert.models.sequence_output_model import SequenceOutputModel
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertClassifier(TaskModel):
+class BertClassifier(SequenceOutputModel):
     """Classifies (or scores) a packed sequence from the encoder's pooled `[CLS]` output.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
     Output: logits (batch, num_classes) in float32; with `num_classes=1` a regression score (STS-B).
+
+    The head is the family's (the encoder config's `model_type`), as transformers' `*ForSequenceClassification`:
+    BERT: dropout, dense on `pooled_output`. RoBERTa: on the first token's `sequence_output`, dropout, dense + tanh
+    (`pre_head`), dropout, dense (`out_proj`). DistilBERT: on the first token, dense + ReLU (`pre_classifier`),
+    dropout, dense.
 
     Args:
         encoder: a `BertEncoder`.
@@ -31,17 +37,33 @@ class BertClassifier(TaskModel):
         config = encoder.config
         dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
-        pooled = encoder(inputs)["pooled_output"]  # (batch, hidden)
+        outputs = encoder(inputs)
+        def init():  # one initializer per layer: an unseeded Keras initializer repeats its values
+            return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        head = keras.layers.Dense(
-            num_classes, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
-        logits = head(dropout(pooled))  # (batch, num_classes)
+        head = keras.layers.Dense(num_classes, kernel_initializer=init(), dtype="float32",
+                                  name="classifier")  # float32 logits for a stable loss under mixed precision
+        pre_head = None
+        if config.is_roberta:
+            pre_head = keras.layers.Dense(config.hidden_size, activation="tanh", kernel_initializer=init(),
+                                          name="classifier_dense")
+            first_token = outputs["sequence_output"][:, 0, :]  # (batch, hidden)
+            features = dropout(pre_head(dropout(first_token)))  # (batch, hidden)
+        elif config.model_type == "distilbert":
+            pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
+                                          name="pre_classifier")
+            features = dropout(pre_head(outputs["pooled_output"]))  # the first token: DistilBERT has no pooler
+        else:
+            features = dropout(outputs["pooled_output"])  # (batch, hidden)
+        logits = head(features)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
+        self.pre_head = pre_head
         self.head = head
+        self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
 
     def default_loss(self):
         """Cross-entropy of the logits; mean squared error for regression (`num_classes=1`)."""

@@ -1,4 +1,5 @@
-"""BertEncoder: the BERT backbone as a functional Keras 3 model."""
+"""BertEncoder: the BERT backbone (and RoBERTa's, DistilBERT's: options of the same layers) as a functional Keras 3
+model."""
 
 import keras
 
@@ -11,6 +12,10 @@ ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 @keras.saving.register_keras_serializable(package="official_bert")
 class BertEncoder(keras.Model):
     """BERT encoder: embeddings, `num_hidden_layers` post-LN transformer blocks and a tanh pooler.
+
+    The config's `model_type` picks the family: RoBERTa / XLM-RoBERTa count position ids past `pad_token_id`
+    and have one token type; DistilBERT has no token types (`input_type_ids` is accepted and unused) and no
+    pooler: its `pooled_output` is the first token's `sequence_output`, unpooled.
 
     Inputs (the TF-Hub BERT contract): a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`,
     each (batch, seq) with seq <= `max_position_embeddings`.
@@ -36,7 +41,8 @@ class BertEncoder(keras.Model):
             vocab_size=config.vocab_size, hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
             layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
-            initializer_range=config.initializer_range, name="embeddings")
+            initializer_range=config.initializer_range, padding_id=config.pad_token_id,
+            positions_after_padding=config.is_roberta, name="embeddings")
         blocks = [
             TransformerBlock(
                 hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
@@ -47,16 +53,19 @@ class BertEncoder(keras.Model):
                 name=f"transformer_layer_{i}")
             for i in range(config.num_hidden_layers)
         ]
-        pooler = keras.layers.Dense(
-            config.hidden_size, activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
+        pooler = None
+        if config.has_pooler:
+            pooler = keras.layers.Dense(
+                config.hidden_size, activation="tanh",
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
 
         hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, hidden)
         encoder_outputs = []
         for block in blocks:
             hidden_states = block(hidden_states, inputs["input_mask"])
             encoder_outputs.append(hidden_states)
-        pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden)
+        first_token = hidden_states[:, 0, :]  # (batch, hidden)
+        pooled_output = pooler(first_token) if pooler is not None else first_token  # (batch, hidden)
         outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
                    "encoder_outputs": encoder_outputs}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

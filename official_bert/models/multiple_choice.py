@@ -48,7 +48,8 @@ class BertMultipleChoice(TaskModel):
     largest has its missing choices packed as all-zero rows (`input_mask` 0 everywhere), which get
     `MISSING_CHOICE_LOGIT` (-1e9): never chosen, probability 0, no share in the loss. Load a transformers
     checkpoint, or a plain encoder one, with `checkpoints.load_task_weights(model.encoder,
-    checkpoints.head_specs(model), path)`.
+    checkpoints.head_specs(model), path)`. DistilBERT's head (`DistilBertForMultipleChoice`) puts a dense + ReLU
+    layer (`pre_head`, its `pre_classifier`) on the first token before the dropout.
 
     Inputs: the encoder's dict with a choices axis (`input_word_ids`, `input_mask`, `input_type_ids`, each
     (batch, choices, seq) int32).
@@ -75,15 +76,23 @@ class BertMultipleChoice(TaskModel):
         flatten = FlattenChoices(name="flatten_choices")
         pairs = {name: flatten(value) for name, value in inputs.items()}  # (batch * choices, seq) each
         pooled = encoder(pairs)["pooled_output"]  # (batch * choices, hidden)
+        def init():  # one initializer per layer: an unseeded Keras initializer repeats its values
+            return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+        pre_head = None
+        if config.model_type == "distilbert":  # no pooler: pooled_output is the first token
+            pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
+                                          name="pre_classifier")
+            pooled = pre_head(pooled)  # (batch * choices, hidden)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        head = keras.layers.Dense(
-            1, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
+        head = keras.layers.Dense(1, kernel_initializer=init(), dtype="float32",
+                                  name="classifier")  # float32 logits for a stable loss under mixed precision
         scores = head(dropout(pooled))  # (batch * choices, 1)
         logits = ChoiceLogits(dtype="float32", name="choice_logits")(scores, inputs["input_mask"])  # (batch, choices)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.dropout_rate = dropout_rate
+        self.pre_head = pre_head
         self.head = head
 
     def default_loss(self):

@@ -1,4 +1,9 @@
-"""BertPretrainer: the encoder with BERT's masked-LM and next-sentence heads, and their losses and metrics."""
+"""BertPretrainer: the encoder with BERT's masked-LM and next-sentence heads, and their losses and metrics.
+
+Objectives: `mlm_nsp` (BERT: masked LM + next-sentence prediction), `mlm` (RoBERTa: masked LM only, no
+sentence head) and `mlm_sop` (ALBERT: masked LM + sentence-order prediction, the same 2-way head on the
+pooled output, trained on sentence-order labels).
+"""
 
 import keras
 from keras import ops
@@ -8,6 +13,8 @@ from official_bert.models.distribution import reducible_across_workers, tf_distr
 
 PRETRAINER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 PRETRAINING_LABELS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+MLM_NSP, MLM, MLM_SOP = "mlm_nsp", "mlm", "mlm_sop"
+OBJECTIVES = (MLM_NSP, MLM, MLM_SOP)
 
 
 def split_features(features):
@@ -24,14 +31,16 @@ class BertPretrainer(keras.Model):
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32)
     plus `masked_lm_positions` (batch, max_predictions) int32.
-    Outputs: a dict of float32 `mlm_logits` (batch, max_predictions, vocab) and `nsp_logits` (batch, 2)
-    (class 0: B follows A, class 1: B is random, as Google's data and HF's `next_sentence_label`).
+    Outputs: a dict of float32 `mlm_logits` (batch, max_predictions, vocab) and, unless the objective is `mlm`,
+    `nsp_logits` (batch, 2) (class 0: B follows A, class 1: B is random, as Google's data and HF's
+    `next_sentence_label`; with `mlm_sop` class 1 is A and B swapped, as ALBERT's `sentence_order_label`).
 
     Training: `compile(optimizer)` without a loss and `fit` on `(inputs, labels)` pairs (see `split_features`),
     labels holding `masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`. The loss is, as in Google's
     `run_pretraining.py`, the masked-LM cross-entropy averaged with `masked_lm_weights` over the global batch
     (the same value on one device or many) plus the mean next-sentence cross-entropy. Metrics:
-    `masked_lm_loss`, `masked_lm_accuracy` (weighted), `next_sentence_loss`, `next_sentence_accuracy`.
+    `masked_lm_loss`, `masked_lm_accuracy` (weighted), `next_sentence_loss`, `next_sentence_accuracy` (named
+    `sentence_order_*` with `mlm_sop`; absent with `mlm`, whose loss is the masked LM's alone).
 
     Checkpoints: `official_bert.checkpoints.load_pretrainer_weights` loads Google's (`cls/predictions/*`,
     `cls/seq_relationship/*`) and Hugging Face's (`cls.predictions.*`, `cls.seq_relationship.*`) heads, each
@@ -39,6 +48,7 @@ class BertPretrainer(keras.Model):
 
     Args:
         encoder: a `BertEncoder`.
+        objective: one of `OBJECTIVES`: "mlm_nsp" (default), "mlm" or "mlm_sop".
 
     Examples:
     ```python
@@ -49,7 +59,9 @@ class BertPretrainer(keras.Model):
     ```
     """
 
-    def __init__(self, encoder, **kwargs):
+    def __init__(self, encoder, objective=MLM_NSP, **kwargs):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective={objective!r}: expected one of {', '.join(OBJECTIVES)}")
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
@@ -57,38 +69,48 @@ class BertPretrainer(keras.Model):
         outputs = encoder({name: inputs[name] for name in encoder.input})
         masked_lm = MaskedLMHead(encoder.embeddings, config.hidden_act, config.layer_norm_eps,
                                  config.initializer_range, name="masked_lm")
-        next_sentence = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
-            dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
         mlm_logits = masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"])  # (batch, preds, vocab)
-        nsp_logits = next_sentence(outputs["pooled_output"])  # (batch, 2)
-        super().__init__(inputs=inputs, outputs={"mlm_logits": mlm_logits, "nsp_logits": nsp_logits}, **kwargs)
+        model_outputs = {"mlm_logits": mlm_logits}
+        next_sentence = None
+        if objective != MLM:
+            next_sentence = keras.layers.Dense(
+                2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+                dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
+            model_outputs["nsp_logits"] = next_sentence(outputs["pooled_output"])  # (batch, 2)
+        super().__init__(inputs=inputs, outputs=model_outputs, **kwargs)
         self.encoder = encoder
+        self.objective = objective
         self.masked_lm = masked_lm
-        self.next_sentence = next_sentence
+        self.next_sentence = next_sentence  # the NSP or SOP head; None with the "mlm" objective
         self.masked_lm_loss_tracker = keras.metrics.Mean(name="masked_lm_loss")
         self.masked_lm_accuracy_tracker = keras.metrics.Mean(name="masked_lm_accuracy")
-        self.next_sentence_loss_tracker = keras.metrics.Mean(name="next_sentence_loss")
-        self.next_sentence_accuracy_tracker = keras.metrics.Mean(name="next_sentence_accuracy")
+        self.next_sentence_loss_tracker = self.next_sentence_accuracy_tracker = None
+        if next_sentence is not None:
+            prefix = "sentence_order" if objective == MLM_SOP else "next_sentence"
+            self.next_sentence_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
+            self.next_sentence_accuracy_tracker = keras.metrics.Mean(name=f"{prefix}_accuracy")
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """Masked-LM weighted mean cross-entropy plus next-sentence mean cross-entropy (as Google's
-        `run_pretraining.py`), both averaged over the global batch.
+        """Masked-LM weighted mean cross-entropy plus next-sentence (or sentence-order) mean cross-entropy (as
+        Google's `run_pretraining.py`), both averaged over the global batch; the masked LM's alone with "mlm".
 
         Under a `tf.distribute` strategy each replica returns its share of the global loss (Keras sums the
         replicas' gradients): the weight and example totals are all-reduced first, so the loss does not depend
         on how the batch is split.
         """
         del x, sample_weight, training
-        if not isinstance(y, dict) or any(name not in y for name in PRETRAINING_LABELS):
+        labels = PRETRAINING_LABELS if self.next_sentence is not None else PRETRAINING_LABELS[:2]
+        if not isinstance(y, dict) or any(name not in y for name in labels):
             raise ValueError(f"BertPretrainer trains on (inputs, labels) with labels a dict of "
-                             f"{', '.join(PRETRAINING_LABELS)}; got {y!r}")
+                             f"{', '.join(labels)}; got {y!r}")
         terms = pretraining_terms(y, y_pred)
         weight_total, example_total = ops.unstack(_global_sum(ops.stack([
-            ops.sum(terms["masked_lm_weights"]), ops.cast(ops.shape(terms["next_sentence_loss"])[0], "float32")])))
-        masked_lm_loss = ops.sum(terms["masked_lm_weights"] * terms["masked_lm_loss"]) / (weight_total + 1e-5)
-        next_sentence_loss = ops.sum(terms["next_sentence_loss"]) / ops.maximum(example_total, 1.0)
-        loss = masked_lm_loss + next_sentence_loss  # this replica's share; the shares sum to the global loss
+            ops.sum(terms["masked_lm_weights"]),
+            ops.cast(ops.shape(terms["masked_lm_weights"])[0], "float32")])))
+        # this replica's share of each loss; the shares sum to the global loss
+        loss = ops.sum(terms["masked_lm_weights"] * terms["masked_lm_loss"]) / (weight_total + 1e-5)
+        if self.next_sentence is not None:
+            loss = loss + ops.sum(terms["next_sentence_loss"]) / ops.maximum(example_total, 1.0)
         for extra in self.losses:  # regularisers, if any: a mean over replicas, as Keras adds them
             loss = loss + ops.sum(extra) / _num_replicas()
         return loss
@@ -98,14 +120,19 @@ class BertPretrainer(keras.Model):
         same numbers and the reported values are those of the whole batch, not a mean of replica means)."""
         terms = pretraining_terms(y, y_pred)
         weights = terms["masked_lm_weights"]
+        sentence = self.next_sentence is not None
+        zero = ops.zeros((), "float32")
         sums = _global_sum(ops.stack([
             ops.sum(weights * terms["masked_lm_loss"]), ops.sum(weights * terms["masked_lm_correct"]),
-            ops.sum(weights), ops.sum(terms["next_sentence_loss"]), ops.sum(terms["next_sentence_correct"]),
-            ops.cast(ops.shape(terms["next_sentence_loss"])[0], "float32")]))
+            ops.sum(weights), ops.sum(terms["next_sentence_loss"]) if sentence else zero,
+            ops.sum(terms["next_sentence_correct"]) if sentence else zero,
+            ops.cast(ops.shape(weights)[0], "float32")]))
         self.masked_lm_loss_tracker.update_state(ops.divide_no_nan(sums[0], sums[2]), sample_weight=sums[2])
         self.masked_lm_accuracy_tracker.update_state(ops.divide_no_nan(sums[1], sums[2]), sample_weight=sums[2])
-        self.next_sentence_loss_tracker.update_state(ops.divide_no_nan(sums[3], sums[5]), sample_weight=sums[5])
-        self.next_sentence_accuracy_tracker.update_state(ops.divide_no_nan(sums[4], sums[5]), sample_weight=sums[5])
+        if sentence:
+            self.next_sentence_loss_tracker.update_state(ops.divide_no_nan(sums[3], sums[5]), sample_weight=sums[5])
+            self.next_sentence_accuracy_tracker.update_state(ops.divide_no_nan(sums[4], sums[5]),
+                                                             sample_weight=sums[5])
         return reducible_across_workers(self.get_metrics_result())
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
@@ -121,8 +148,8 @@ class BertPretrainer(keras.Model):
         super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
-        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
-                "trainable": self.trainable}
+        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "objective": self.objective,
+                "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):
@@ -135,23 +162,25 @@ def pretraining_terms(labels, outputs):
     Args:
         labels: dict of `masked_lm_ids` (batch, preds) int, `masked_lm_weights` (batch, preds) float
             (1 for a real prediction, 0 for padding), `next_sentence_labels` (batch,) or (batch, 1) int.
-        outputs: the `BertPretrainer` outputs (`mlm_logits`, `nsp_logits`).
-    Returns: dict of float32 `masked_lm_loss`, `masked_lm_correct`, `masked_lm_weights` (batch, preds) and
-        `next_sentence_loss`, `next_sentence_correct` (batch,).
+        outputs: the `BertPretrainer` outputs (`mlm_logits`, and `nsp_logits` unless the objective is "mlm").
+    Returns: dict of float32 `masked_lm_loss`, `masked_lm_correct`, `masked_lm_weights` (batch, preds) and,
+        with `nsp_logits`, `next_sentence_loss`, `next_sentence_correct` (batch,).
     """
     mlm_logits = ops.cast(outputs["mlm_logits"], "float32")  # (batch, preds, vocab)
-    nsp_logits = ops.cast(outputs["nsp_logits"], "float32")  # (batch, 2)
     mlm_ids = ops.cast(labels["masked_lm_ids"], "int32")  # (batch, preds)
-    nsp_labels = ops.reshape(ops.cast(labels["next_sentence_labels"], "int32"), (-1,))  # (batch,)
     mlm_loss = keras.losses.sparse_categorical_crossentropy(mlm_ids, mlm_logits, from_logits=True)
-    nsp_loss = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits, from_logits=True)
-    return {
+    terms = {
         "masked_lm_loss": mlm_loss,
         "masked_lm_correct": ops.cast(ops.equal(ops.argmax(mlm_logits, axis=-1), mlm_ids), "float32"),
         "masked_lm_weights": ops.cast(labels["masked_lm_weights"], "float32"),
-        "next_sentence_loss": nsp_loss,
-        "next_sentence_correct": ops.cast(ops.equal(ops.argmax(nsp_logits, axis=-1), nsp_labels), "float32"),
     }
+    if "nsp_logits" in outputs:
+        nsp_logits = ops.cast(outputs["nsp_logits"], "float32")  # (batch, 2)
+        nsp_labels = ops.reshape(ops.cast(labels["next_sentence_labels"], "int32"), (-1,))  # (batch,)
+        terms["next_sentence_loss"] = keras.losses.sparse_categorical_crossentropy(nsp_labels, nsp_logits,
+                                                                                   from_logits=True)
+        terms["next_sentence_correct"] = ops.cast(ops.equal(ops.argmax(nsp_logits, axis=-1), nsp_labels), "float32")
+    return terms
 
 
 def _num_replicas():

@@ -11,11 +11,15 @@ class SequenceOutputModel(TaskModel):
     lists them as non-trainable, so they are still saved and loaded. The encoder object is not changed: the
     caller's encoder, and any other model built on it, still trains its pooler.
 
-    Subclasses set `self.encoder`, the `BertEncoder` the model is built on.
+    Subclasses set `self.encoder`, the `BertEncoder` the model is built on, and `self.reads_pooler = True` when
+    their outputs do depend on the pooler (then nothing is split off).
     """
 
     def _split_pooler(self, variables):
-        """`(variables without the pooler's, the pooler's among them)`."""
+        """`(variables without the pooler's, the pooler's among them)`; all of them where the encoder has no pooler
+        (DistilBERT) or the model reads it (`reads_pooler`, e.g. BERT's `BertClassifier`)."""
+        if self.encoder.pooler is None or getattr(self, "reads_pooler", False):
+            return list(variables), []
         pooler = {id(v) for v in self.encoder.pooler.weights}
         return [v for v in variables if id(v) not in pooler], [v for v in variables if id(v) in pooler]
 

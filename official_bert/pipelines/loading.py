@@ -18,11 +18,15 @@ def load_encoder_and_tokenizer(path, lower_case=None):
         lower_case: overrides the casing found beside the checkpoint (uncased when unknown).
     Returns: `(encoder, tokenizer)`.
     Raises:
-        ValueError: the vocabulary's size differs from the config's.
+        ValueError: the vocabulary's size differs from the config's, or a RoBERTa checkpoint (byte-level BPE).
         FileNotFoundError: no checkpoint, config or vocabulary there.
     """
     path = resolve_init_checkpoint(str(path))
     encoder, config = load_encoder(path)
+    if config.is_roberta:
+        raise ValueError(f"{path}: a {config.model_type} checkpoint; the pipelines (feature extraction, embedding, "
+                         "tagging) handle WordPiece pieces, and RoBERTa's byte-level BPE is not supported by them "
+                         "yet")
     tokens, found_lower, source = find_vocab(path)
     if len(tokens) != config.vocab_size:
         raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")

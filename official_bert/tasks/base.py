@@ -43,6 +43,8 @@ class Task:
             `pretrainer/` for pre-training's heads).
         needs_init_checkpoint: False when the model may start from scratch (`model_config()` shapes it).
         needs_vocab: False when the task reads no text (pre-training on TFRecords).
+        reads_byte_level_bpe: the task's data and predictions work with RoBERTa's byte-level BPE (they use
+            only `RunContext.text_preprocessor()`, no WordPiece-specific piece handling).
         bert_config: the model's `BertConfig`, set by the runner once resolved.
     """
 
@@ -51,6 +53,7 @@ class Task:
     init_heads = model_dir.ENCODER_DIR
     needs_init_checkpoint = True
     needs_vocab = True
+    reads_byte_level_bpe = False
     bert_config = None
 
     def model_config(self):

@@ -26,6 +26,7 @@ class ClassificationTask(Task):
     """
 
     kind = model_dirs.CLASSIFICATION
+    reads_byte_level_bpe = True
 
     def __init__(self, task, data_dir=None, tfds_data_dir=None, download=False, skip_bad_rows=False):
         from official_bert.data.glue_tasks import get_glue_task

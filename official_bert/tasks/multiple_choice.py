@@ -31,6 +31,7 @@ class MultipleChoiceTask(Task):
     """
 
     kind = model_dirs.MULTIPLE_CHOICE
+    reads_byte_level_bpe = True
 
     def __init__(self, train_file=None, eval_file=None, predict_file=None, tfds_name=None, tfds_data_dir=None,
                  download=False):

@@ -1,4 +1,4 @@
-"""PretrainingTask: masked-LM + next-sentence pre-training (or continuing a checkpoint) for the runner."""
+"""PretrainingTask: masked-LM + next-sentence (or sentence-order, or no sentence) pre-training for the runner."""
 
 import glob
 import logging
@@ -81,6 +81,10 @@ def metrics_logger(every, total_steps):
 class PretrainingTask(Task):
     """BERT's masked-LM and next-sentence objectives over TFRecords or raw text (dynamic masking).
 
+    The objective (recorded in task.json): "mlm_nsp" (BERT), "mlm" (RoBERTa: no sentence head or loss) or
+    "mlm_sop" (ALBERT's sentence-order prediction: TFRecords of `create_pretraining_data --sentence_order`,
+    or raw text, whose pairs are then built with sentence-order labels).
+
     The run's step budget is `RunConfig.num_train_steps` with `num_warmup_steps` of linear warmup (epochs do not
     apply: the input repeats). Without an init checkpoint the model starts from scratch, shaped by
     `bert_config_file` or `preset`.
@@ -96,6 +100,7 @@ class PretrainingTask(Task):
         steps_per_loop: steps per host call (Keras steps_per_execution).
         log_steps: steps between metric lines (each the mean since the previous one).
         max_eval_steps: evaluation batches at most.
+        objective: "mlm_nsp", "mlm" or "mlm_sop" (`official_bert.models.pretrainer.OBJECTIVES`).
     """
 
     kind = model_dirs.PRETRAINING
@@ -104,15 +109,20 @@ class PretrainingTask(Task):
 
     def __init__(self, input_files=None, text_files=None, eval_files=None, bert_config_file=None, preset=None,
                  max_predictions_per_seq=20, masked_lm_prob=0.15, do_whole_word_mask=False, num_warmup_steps=10000,
-                 steps_per_loop=1, log_steps=100, max_eval_steps=100):
+                 steps_per_loop=1, log_steps=100, max_eval_steps=100, objective="mlm_nsp"):
         self.input_files, self.text_files, self.eval_files = input_files, text_files, eval_files
         self.bert_config_file, self.preset = bert_config_file, preset
         self.max_predictions_per_seq, self.masked_lm_prob = max_predictions_per_seq, masked_lm_prob
         self.do_whole_word_mask, self.num_warmup_steps = do_whole_word_mask, num_warmup_steps
         self.steps_per_loop, self.log_steps, self.max_eval_steps = steps_per_loop, log_steps, max_eval_steps
+        self.objective = objective
         self.train_paths = self.eval_paths = None
 
     def validate(self, config):
+        from official_bert.models.pretrainer import OBJECTIVES
+
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"--objective={self.objective}: expected one of {', '.join(OBJECTIVES)}")
         if self.input_files and self.text_files or config.do_train and not (self.input_files or self.text_files):
             raise ValueError("pass exactly one of --input_files (TFRecords) and --text_files (raw text)")
         if config.do_predict:
@@ -146,27 +156,33 @@ class PretrainingTask(Task):
 
     def task_info(self):
         return {"task": "pretraining", "max_predictions_per_seq": self.max_predictions_per_seq,
-                "config": self.bert_config.to_dict()}
+                "objective": self.objective, "config": self.bert_config.to_dict()}
 
     def train_sources(self):
         return list(self.train_paths or [])
 
     def training_settings(self):
         return {"num_warmup_steps": self.num_warmup_steps, "masked_lm_prob": self.masked_lm_prob,
-                "do_whole_word_mask": self.do_whole_word_mask, "text_files": bool(self.text_files)}
+                "do_whole_word_mask": self.do_whole_word_mask, "text_files": bool(self.text_files),
+                "objective": self.objective}
 
     def describe_run(self, context):
         bert_config, config = context.bert_config, context.config
-        return (f"Pre-training {bert_config.num_hidden_layers} layers, hidden {bert_config.hidden_size} on "
+        return (f"Pre-training ({self.objective}) {bert_config.num_hidden_layers} layers, hidden "
+                f"{bert_config.hidden_size} on "
                 f"{context.strategy.num_replicas_in_sync} replica(s), {config.distribution_strategy}; global batch "
                 f"{config.train_batch_size}, {config.num_train_steps} steps ({self.num_warmup_steps} warmup)")
 
     def load_initial_weights(self, model, checkpoint):
-        from official_bert.checkpoints import load_pretrainer_weights
+        if model.next_sentence is None:
+            loaded = {"masked_lm": _load_masked_lm_weights(model, checkpoint)}
+        else:
+            from official_bert.checkpoints import load_pretrainer_weights
 
-        loaded = load_pretrainer_weights(model, checkpoint)
+            loaded = load_pretrainer_weights(model, checkpoint)
         return ", ".join(f"{name} head {'loaded' if loaded[key] else 'freshly initialised'}"
-                         for name, key in (("masked-LM", "masked_lm"), ("next-sentence", "next_sentence")))
+                         for name, key in (("masked-LM", "masked_lm"), ("next-sentence", "next_sentence"))
+                         if key in loaded)
 
     def _source(self, paths, context, is_training):
         """`f(batch_size, input_context)` reading TFRecords, or raw text with dynamic masking."""
@@ -177,7 +193,8 @@ class PretrainingTask(Task):
             return lambda batch_size, input_context: dynamic_masking_dataset(
                 paths, context.tokenizer, batch_size, config.max_seq_length, self.max_predictions_per_seq,
                 masked_lm_prob=self.masked_lm_prob, is_training=is_training, seed=config.seed,
-                do_whole_word_mask=self.do_whole_word_mask, input_context=input_context)
+                do_whole_word_mask=self.do_whole_word_mask, input_context=input_context,
+                sentence_order=self.objective == "mlm_sop")
         return lambda batch_size, input_context: pretraining_dataset(
             paths, batch_size, config.max_seq_length, self.max_predictions_per_seq, is_training=is_training,
             seed=config.seed, input_context=input_context)
@@ -200,16 +217,20 @@ class PretrainingTask(Task):
         return {"verbose": 0, "callbacks": [metrics_logger(self.log_steps, total_steps)]}
 
     def save(self, model, context):
-        """Also `pretrainer/` (a Hugging Face `BertForPreTraining` directory, heads included, with its casing)."""
+        """Also `pretrainer/` (a Hugging Face `BertForPreTraining` directory, heads included, with its casing; with
+        the "mlm" objective a `BertForMaskedLM` one)."""
         from official_bert.checkpoints import save_pretrainer
 
         super().save(model, context)
         pretrainer_dir = os.path.join(context.out_dir, model_dirs.PRETRAINER_DIR)
-        save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
+        if model.next_sentence is None:
+            _save_masked_lm(model, pretrainer_dir, context.vocab_file)
+        else:
+            save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
         model_dirs.write_tokenizer_config(pretrainer_dir, context.lower_case)
 
     def evaluate(self, model, context):
-        """Masked-LM and next-sentence loss and accuracy over at most max_eval_steps batches of the eval files."""
+        """Masked-LM and next-sentence (sentence-order) loss and accuracy over at most max_eval_steps batches."""
         strategy = context.strategy
         dataset = distributed_dataset(strategy, self._source(self.eval_paths, context, is_training=False),
                                       context.config.eval_batch_size, take_batches=self.max_eval_steps)
@@ -218,6 +239,36 @@ class PretrainingTask(Task):
         # Every replica adds the global batch's counts (see BertPretrainer.compute_metrics); reading sums them.
         replicas = strategy.num_replicas_in_sync
         results["masked_lm_predictions"] = round(float(model.masked_lm_loss_tracker.count.numpy()) / replicas)
-        results["examples"] = round(float(model.next_sentence_loss_tracker.count.numpy()) / replicas)
+        if model.next_sentence_loss_tracker is not None:
+            results["examples"] = round(float(model.next_sentence_loss_tracker.count.numpy()) / replicas)
         results["global_step"] = int(model.optimizer.iterations.numpy())
         return results
+
+
+# The "mlm" objective's pre-trainer has no sentence head, which `official_bert.checkpoints`' pre-trainer loader and
+# writer (BERT: masked LM + NSP) expect; these two read and write its masked-LM head with the same weight names.
+def _load_masked_lm_weights(pretrainer, path):
+    """Loads the encoder and, when the checkpoint has it, the masked-LM head; returns whether the head loaded."""
+    from official_bert.checkpoints.heads import masked_lm_specs
+    from official_bert.checkpoints.loading import load_task_weights
+    from official_bert.checkpoints.readers import open_checkpoint
+
+    reader = open_checkpoint(path)
+    bias_name = next((name for name in ("cls.predictions.bias", "cls.predictions.decoder.bias") if name in reader),
+                     "cls.predictions.bias")
+    return load_task_weights(pretrainer.encoder, masked_lm_specs(pretrainer, bias_name), path, optional_pooler=True)
+
+
+def _save_masked_lm(pretrainer, path, vocab_file):
+    """Writes a Hugging Face `*ForMaskedLM` directory: the encoder and the masked-LM head."""
+    from official_bert.checkpoints.heads import masked_lm_specs
+    from official_bert.checkpoints.loading import write_hf_directory
+    from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, encoder_specs
+
+    config = pretrainer.encoder.config
+    prefix = HF_BASE_PREFIX[config.model_type]
+    tensors = {f"{prefix}{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
+    tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in masked_lm_specs(pretrainer)})
+    architecture = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "xlm-roberta": "XLMRobertaForMaskedLM",
+                    "distilbert": "DistilBertForMaskedLM"}[config.model_type]
+    write_hf_directory(path, tensors, {**config.to_hf_dict(), "architectures": [architecture]}, vocab_file, True)

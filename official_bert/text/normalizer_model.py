@@ -71,6 +71,7 @@ def build_double_array(values):
     used = np.zeros(size, bool)  # slot holds a node or a value
     is_base = np.zeros(size, bool)  # slot is some node's children base (bases must be unique)
     used[0] = True
+    is_base[0] = True  # the root sits at 0: a base of 0 would lead a NUL byte back to the root
     leaf_cursor = 1  # first slot that may be free, for single-child (value-only) nodes
     block_cursor = 0  # first 256-block that may have room, for nodes with children
     lanes = np.arange(256)

@@ -1,4 +1,5 @@
-"""BertPackInputs: [CLS] a [SEP] b [SEP], truncated longest-first and padded, with dense ops only."""
+"""BertPackInputs: [CLS] a [SEP] b [SEP] (or RoBERTa's <s> a </s></s> b </s>), truncated longest-first and padded,
+with dense ops only."""
 
 import keras
 import tensorflow as tf
@@ -8,7 +9,9 @@ class BertPackInputs(keras.layers.Layer):
     """Packs one or more tokenized segments into the encoder's fixed-length int32 inputs.
 
     Layout: `[CLS] seg_0 [SEP] seg_1 [SEP] ... [PAD] ...`; `input_type_ids` is i on segment i and its
-    closing [SEP] (0 on [CLS] and padding); `input_mask` is 1 on real tokens.
+    closing [SEP] (0 on [CLS] and padding); `input_mask` is 1 on real tokens. With `layout="roberta"`, RoBERTa's
+    (`RobertaTokenizerFast`'s): `<s> seg_0 </s></s> seg_1 </s> <pad> ...`, every segment after the first opened by
+    one more `</s>`, and `input_type_ids` all 0 (RoBERTa has one token type).
 
     Truncation keeps the first tokens of each segment and trims the longest segment first, exactly as
     Hugging Face `tokenizers` does with `truncation="longest_first"`: with a budget of m tokens, a
@@ -23,6 +26,7 @@ class BertPackInputs(keras.layers.Layer):
         seq_length: the output length, special tokens included.
         special_tokens_dict: `BertTokenizer.get_special_tokens_dict()` (needs `start_of_sequence_id`,
             `end_of_segment_id`, `padding_id`).
+        layout: "bert" or "roberta".
         **kwargs: passed to `keras.layers.Layer`.
 
     Examples:
@@ -33,8 +37,11 @@ class BertPackInputs(keras.layers.Layer):
     TensorShape([batch, 128])
     """
 
-    def __init__(self, seq_length, special_tokens_dict, **kwargs):
+    def __init__(self, seq_length, special_tokens_dict, layout="bert", **kwargs):
         super().__init__(**kwargs)
+        if layout not in ("bert", "roberta"):
+            raise ValueError(f"layout is {layout!r}; expected 'bert' or 'roberta'")
+        self.layout = layout
         missing = [k for k in ("start_of_sequence_id", "end_of_segment_id", "padding_id")
                    if k not in special_tokens_dict]
         if missing:
@@ -57,9 +64,9 @@ class BertPackInputs(keras.layers.Layer):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if not segments:
             raise ValueError("BertPackInputs needs at least one segment")
-        if self.seq_length < len(segments) + 1:
+        budget = self.budget(len(segments))
+        if budget < 0:
             raise ValueError(f"seq_length={self.seq_length} leaves no room for {len(segments)} segment(s)")
-        budget = self.seq_length - len(segments) - 1  # [CLS] + one [SEP] per segment
         values, splits = [], []
         for segment in segments:
             if not isinstance(segment, tf.RaggedTensor) or segment.ragged_rank != 1:
@@ -74,7 +81,11 @@ class BertPackInputs(keras.layers.Layer):
         word_ids = tf.where(positions == 0, self.start_of_sequence_id, word_ids)
         type_ids = tf.zeros_like(word_ids)
         start = tf.ones_like(kept[:, 0])  # (batch,) position of the segment's first token
+        opening = 1 if self.layout == "roberta" else 0  # the extra </s> before every segment after the first
         for i, (segment_values, segment_splits) in enumerate(zip(values, splits)):
+            if i and opening:
+                word_ids = tf.where(positions == start[:, None], self.end_of_segment_id, word_ids)
+                start = start + opening
             first = start[:, None]  # (batch, 1)
             end = first + kept[:, i:i + 1]  # (batch, 1): position of this segment's [SEP]
             in_segment = tf.logical_and(positions >= first, positions < end)  # (batch, seq)
@@ -83,14 +94,21 @@ class BertPackInputs(keras.layers.Layer):
             source = tf.clip_by_value(source, 0, tf.shape(padded_values)[0] - 1)
             word_ids = tf.where(in_segment, tf.gather(padded_values, source), word_ids)
             word_ids = tf.where(positions == end, self.end_of_segment_id, word_ids)
-            type_ids = tf.where(tf.logical_and(positions >= first, positions <= end), i, type_ids)
+            if self.layout == "bert":
+                type_ids = tf.where(tf.logical_and(positions >= first, positions <= end), i, type_ids)
             start = start + kept[:, i] + 1
         mask = tf.cast(positions < start[:, None], tf.int32)  # (batch, seq)
         return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
 
+    def budget(self, num_segments):
+        """How many tokens `num_segments` segments may keep together: seq_length less the special tokens."""
+        extra = num_segments - 1 if self.layout == "roberta" else 0
+        return self.seq_length - num_segments - 1 - extra  # [CLS] + one [SEP] per segment (+ RoBERTa's extra)
+
     def get_config(self):
         config = super().get_config()
-        config.update({"seq_length": self.seq_length, "special_tokens_dict": self.special_tokens_dict})
+        config.update({"seq_length": self.seq_length, "special_tokens_dict": self.special_tokens_dict,
+                       "layout": self.layout})
         return config
 
 

@@ -53,7 +53,7 @@ class TextPreprocessor(tf.Module):
             [batch] Tensor, True where some piece did not fit.
         """
         inputs = self.packer(list(segments))
-        budget = self.seq_length - len(segments) - 1  # [CLS] + one [SEP] per segment
+        budget = self.packer.budget(len(segments))  # [CLS] + one [SEP] per segment
         total = 0
         for segment in segments:
             total += segment.row_splits[1:] - segment.row_splits[:-1]  # (batch,) pieces of all segments

@@ -12,10 +12,12 @@ from tasks.common import RUN_FLAGS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 ENTRY_POINTS = ["tasks.run_classifier", "tasks.run_ner", "tasks.run_squad", "tasks.run_multiple_choice",
-                "tasks.run_pretraining", "tasks.create_pretraining_data", "tasks.extract_features",
-                "export.saved_model", "export.tflite", "export.predict"]
+                "tasks.run_pretraining", "tasks.create_pretraining_data", "tasks.extract_features", "tasks.distill",
+                "tasks.prune", "export.saved_model", "export.tflite", "export.predict"]
 # The run flags an entry point leaves out (its `define_run_flags(skip=...)`).
-SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_proportion", "do_predict"}}
+DISTILLATION_SKIPS = {"init_checkpoint", "vocab_file", "do_lower_case"}  # the teacher's model_dir gives them
+SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_proportion", "do_predict"},
+                     "tasks.distill": DISTILLATION_SKIPS, "tasks.prune": DISTILLATION_SKIPS}
 ABSL_FLAGS = {"flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "verbosity", "logtostderr",
               "only_check_args", "pdb", "pdb_post_mortem", "run_with_pdb", "use_cprofile_for_profiling"}
 
@@ -39,6 +41,6 @@ def test_help_lists_the_entry_points_own_and_run_flags(module):
     assert own <= listed, sorted(own - listed)
     assert run <= listed, sorted(run - listed)
     if run:
-        assert {"init_checkpoint", "model_dir", "num_train_steps", "learning_rate"} <= listed
+        assert {"model_dir", "num_train_steps", "learning_rate"} <= listed
     assert not listed & ABSL_FLAGS, sorted(listed & ABSL_FLAGS)  # absl's own stay under --helpfull
     assert "Try --helpfull to get a list of all flags." in result.stdout

@@ -1,0 +1,213 @@
+"""Compression of a fine-tuned classifier: one table per GLUE task with a row per model, measured in one run.
+
+Rows: the teacher (all-MiniLM-L6-v2 fine-tuned with `tasks.run_classifier`); a 3-layer student cut from it
+(layers 0, 2, 4) fine-tuned on the labels only (`tasks.distill --alpha=1`); the same student distilled
+(`tasks.distill`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8 SavedModel
+(`export.saved_model --precision=int8`); its full-int8 TFLite (`export.tflite --quantize=full_int8`, calibrated
+on training texts); the teacher with half its layers pruned by dev importance and fine-tuned (`tasks.prune`).
+Columns: dev accuracy and F1, size on disk of the export, parameters, raw-text batch-1 p50 latency and batch-32
+throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT), and ratios to the teacher.
+
+    python -m benchmarks.compression --out=out/bench/compression   # SST-2 and MRPC, 3 seeds
+    python -m benchmarks.compression --out=/tmp/smoke --tasks=MRPC --seeds=1 --num_train_steps=4 --limit=64 \
+        --max_seq_length=64 --latency_texts=10 --calibration_examples=10
+
+Resumable: every training step is a model_dir of its own (resumed by the runner, skipped once evaluated),
+every measured row is kept in `<out>/rows.json`; running the same command again continues where it stopped.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.resumable import check_same_flags, read_json, write_json
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")
+
+
+def _cli(module, *flags):
+    """Runs `python -m module flags` (raises on failure, with its last error lines)."""
+    result = subprocess.run([sys.executable, "-m", module, *flags], capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"{module} failed:\n{result.stderr[-3000:]}")
+
+
+def _train(module, model_dir, *flags):
+    """A training CLI into `model_dir`, unless it was evaluated already; returns its eval results."""
+    results = os.path.join(model_dir, "eval_results.json")
+    if not os.path.isfile(results):
+        _cli(module, f"--model_dir={model_dir}", *flags)
+    return read_json(results)
+
+
+def _size(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
+
+
+def _timed(call, batches, warmup=3):
+    for batch in batches[:warmup]:
+        call(batch)
+    times = []
+    for batch in batches:
+        start = time.perf_counter()
+        call(batch)
+        times.append(time.perf_counter() - start)
+    return np.array(times)
+
+
+def _measure(call, columns, labels, latency_texts):
+    """Dev accuracy / F1, batch-1 p50 ms and batch-32 examples/s of `call(list of text columns) -> label ids`."""
+    from official_bert.metrics.glue import glue_metrics
+
+    predicted = np.concatenate([call([c[i:i + 32] for c in columns]) for i in range(0, len(labels), 32)])
+    metrics = glue_metrics(("accuracy", "f1"), labels, predicted)
+    single = _timed(call, [[c[i:i + 1] for c in columns] for i in range(min(latency_texts, len(labels)))])
+    full = [[c[i:i + 32] for c in columns] for i in range(0, min(len(labels), 32 * 8) - 31, 32)]
+    throughput = 32 / np.median(_timed(call, full, warmup=1))
+    return {"accuracy": float(metrics["accuracy"]), "f1": float(metrics["f1"]),
+            "p50_ms": float(1000 * np.median(single)), "examples_per_s": float(throughput)}
+
+
+def _saved_model_row(version_dir, columns, labels, args):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+    names = ["text", "text_b"][:len(columns)]
+
+    def call(batch):
+        return serve(**{n: tf.constant(np.array(c, dtype=object)) for n, c in zip(names, batch)})["label_id"].numpy()
+
+    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": _size(version_dir) / 2**20}
+
+
+def _tflite_row(path, columns, labels, args):
+    from export import tflite
+
+    runner = tflite.interpreter(model_path=path).get_signature_runner("serving_default")
+    names = ["text", "text_b"][:len(columns)]
+
+    def call(batch):
+        return runner(**{n: np.array(c, dtype=object) for n, c in zip(names, batch)})["label_id"]
+
+    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": _size(path) / 2**20}
+
+
+def _params(model_dir):
+    from official_bert.model_dir import load_model_dir
+
+    return int(load_model_dir(model_dir).model.count_params())
+
+
+def run_task(task, args, rows):
+    """Trains, exports and measures every row of one task into `rows` (name -> values), saving as it goes."""
+    from export import tflite
+    from export.saved_model import export
+    from official_bert.data.glue import read_glue_tsv
+
+    work, data_dir = os.path.join(args.out, task), os.path.join(args.data, "glue", task)
+    steps = [f"--num_train_steps={args.num_train_steps}"] if args.num_train_steps else []
+    common = [f"--data_dir={data_dir}", f"--max_seq_length={args.max_seq_length}", "--checkpoint_steps=50", *steps]
+    dev = read_glue_tsv(task, os.path.join(data_dir, "dev.tsv"), "dev")
+    columns = [list(dev.text_a)] + ([list(dev.text_b)] if dev.text_b is not None else [])
+    labels = np.asarray(dev.labels)
+    if args.limit:
+        columns, labels = [c[:args.limit] for c in columns], labels[:args.limit]
+
+    def row(name, model_dir, make_export, measure, params_dir=None):
+        key = f"{task}/{name}"
+        if key not in rows:
+            export_path = make_export()
+            rows[key] = {**measure(export_path, columns, labels, args), "params": _params(params_dir or model_dir)}
+            write_json(os.path.join(args.out, "rows.json"), rows)
+            print(key, json.dumps(rows[key]), flush=True)
+
+    def saved(model_dir, name, precision="float32"):
+        target = os.path.join(work, "export", name)
+        done = os.path.join(target, "1")
+        return done if os.path.isdir(done) else export(model_dir, target, version=1, precision=precision)
+
+    teacher = os.path.join(work, "teacher")
+    _train("tasks.run_classifier", teacher, f"--task={task}", f"--init_checkpoint={args.teacher_checkpoint}",
+           *common)
+    row("teacher", teacher, lambda: saved(teacher, "teacher"), _saved_model_row)
+    for seed in range(42, 42 + args.seeds):
+        for name, alpha in (("labels_only", 1.0), ("distilled", 0.5)):
+            student = os.path.join(work, f"{name}_seed{seed}")
+            _train("tasks.distill", student, f"--teacher={teacher}", "--student_layers=0,2,4", f"--alpha={alpha}",
+                   f"--seed={seed}", *common)
+            row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n),
+                _saved_model_row)
+    row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"), _saved_model_row)
+    lite = os.path.join(work, "teacher_full_int8.tflite")
+    if not os.path.isfile(lite):
+        train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
+        columns_train = [train.text_a] + ([train.text_b] if train.text_b is not None else [])
+        examples = list(zip(*columns_train))[:args.calibration_examples]
+        with open(lite + ".tmp", "wb") as f:
+            f.write(tflite.convert(saved(teacher, "teacher"), "serving_default", "full_int8", examples))
+        os.replace(lite + ".tmp", lite)
+    row("full_int8_tflite", teacher, lambda: lite, _tflite_row)
+    pruned = os.path.join(work, "layers_pruned_50")
+    _train("tasks.prune", pruned, f"--teacher={teacher}", "--keep_layers=3", *common)
+    row("layers_pruned_50", pruned, lambda: saved(pruned, "layers_pruned_50"), _saved_model_row)
+
+
+def print_table(rows, task):
+    teacher = rows.get(f"{task}/teacher")
+    if not teacher:
+        return
+    groups = {}
+    for key, values in rows.items():
+        if key.startswith(task + "/"):
+            groups.setdefault(key.split("/")[1].split("_seed")[0], []).append(values)
+    print(f"\n{task} dev ({teacher['accuracy']:.4f} teacher accuracy)")
+    print(f"{'model':<20} {'accuracy':>15} {'f1':>15} {'% teacher':>9} {'size MiB':>9} {'params':>10} "
+          f"{'p50 ms':>7} {'speedup':>7} {'ex/s b32':>9} {'smaller':>7}")
+    for name, values in groups.items():
+        def stat(field):
+            v = np.array([x[field] for x in values])
+            return f"{v.mean():.4f}" + (f"±{v.std():.4f}" if len(v) > 1 else "")
+
+        mean = {f: float(np.mean([x[f] for x in values])) for f in values[0]}
+        print(f"{name + (f' (x{len(values)})' if len(values) > 1 else ''):<20} {stat('accuracy'):>15} {stat('f1'):>15} "
+              f"{100 * mean['accuracy'] / teacher['accuracy']:>9.1f} {mean['size_mb']:>9.1f} {mean['params']:>10.0f} "
+              f"{mean['p50_ms']:>7.2f} {teacher['p50_ms'] / mean['p50_ms']:>7.2f} {mean['examples_per_s']:>9.1f} "
+              f"{teacher['size_mb'] / mean['size_mb']:>7.2f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="Work directory (resumable).")
+    parser.add_argument("--tasks", default="SST-2,MRPC", help="GLUE tasks.")
+    parser.add_argument("--data", default=DATA, help="The shared data directory (glue/<task>/).")
+    parser.add_argument("--teacher_checkpoint", default=os.path.join(DATA, "all-MiniLM-L6-v2"))
+    parser.add_argument("--seeds", type=int, default=3, help="Student seeds (42, 43, ...).")
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--num_train_steps", type=int, default=None, help="Every training run's steps (default: "
+                        "3 epochs).")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N dev examples.")
+    parser.add_argument("--latency_texts", type=int, default=100, help="Batch-1 requests timed per model.")
+    parser.add_argument("--calibration_examples", type=int, default=200, help="Training texts full_int8 "
+                        "calibrates on.")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    check_same_flags(args.out, args, ignore=("out", "latency_texts"))
+    path = os.path.join(args.out, "rows.json")
+    rows = read_json(path) if os.path.isfile(path) else {}
+    for task in args.tasks.split(","):
+        run_task(task, args, rows)
+    for task in args.tasks.split(","):
+        print_table(rows, task)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""A smaller student from a teacher: its config, which teacher layer teaches which student layer, and the copy of
+the teacher's embeddings, chosen layers, pooler and head into the student (DistilBERT's initialisation)."""
+
+import dataclasses
+
+
+def parse_layers(text, num_teacher_layers):
+    """Teacher layer indices from "0,2,4".
+
+    Raises:
+        ValueError: an index that is not an integer in [0, num_teacher_layers), a repeated index, or none at all;
+            the message names `--student_layers`.
+    """
+    try:
+        layers = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--student_layers={text!r}: expected comma-separated teacher layer indices, "
+                         "e.g. 0,2,4") from None
+    if not layers:
+        raise ValueError("--student_layers is empty: name the teacher layers the student keeps, e.g. 0,2,4")
+    bad = [i for i in layers if not 0 <= i < num_teacher_layers]
+    if bad:
+        raise ValueError(f"--student_layers={text}: {bad} out of range; the teacher has layers "
+                         f"0..{num_teacher_layers - 1}")
+    if len(set(layers)) != len(layers):
+        raise ValueError(f"--student_layers={text}: a layer is named twice")
+    return layers
+
+
+def student_config(teacher_config, layers):
+    """The teacher's `BertConfig` with `len(layers)` hidden layers."""
+    return dataclasses.replace(teacher_config, num_hidden_layers=len(layers))
+
+
+def uniform_layer_map(num_student_layers, num_teacher_layers):
+    """The teacher layer each student layer imitates when the student is not cut from the teacher: student
+    layer i <- teacher layer (i + 1) * L_t / L_s - 1 (TinyBERT's uniform mapping; the last layers match)."""
+    return [(i + 1) * num_teacher_layers // num_student_layers - 1 for i in range(num_student_layers)]
+
+
+def copy_teacher_weights(student, teacher, layers):
+    """Copies the teacher's embeddings, the transformer layers `layers` (in order), the pooler and every head
+    layer into the student, a task model of the same kind and width with `len(layers)` layers.
+
+    Args:
+        student: a task model (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...) with `.encoder`.
+        teacher: the trained task model of the same kind.
+        layers: teacher layer indices; student layer i gets teacher layer `layers[i]`.
+
+    Raises:
+        ValueError: the student's depth is not `len(layers)`, or a layer's weights differ in shape (named).
+    """
+    s_enc, t_enc = student.encoder, teacher.encoder
+    if len(s_enc.transformer_layers) != len(layers):
+        raise ValueError(f"the student has {len(s_enc.transformer_layers)} layers, but {len(layers)} teacher layers "
+                         f"are named ({layers})")
+    pairs = [(s_enc.embeddings, t_enc.embeddings)]
+    pairs += [(s_enc.transformer_layers[i], t_enc.transformer_layers[j]) for i, j in enumerate(layers)]
+    if s_enc.pooler is not None and t_enc.pooler is not None:
+        pairs.append((s_enc.pooler, t_enc.pooler))
+    teacher_head = {layer.name: layer for layer in teacher.layers if layer is not t_enc}
+    pairs += [(layer, teacher_head[layer.name]) for layer in student.layers
+              if layer is not s_enc and layer.weights and layer.name in teacher_head]
+    for target, source in pairs:
+        _copy(target, source)
+
+
+def _copy(target, source):
+    shapes = [tuple(v.shape) for v in target.weights], [tuple(v.shape) for v in source.weights]
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"student layer {target.name} {shapes[0]} does not match teacher layer {source.name} "
+                         f"{shapes[1]}")
+    for t, s in zip(target.weights, source.weights):
+        t.assign(s)

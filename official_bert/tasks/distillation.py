@@ -1,0 +1,178 @@
+"""DistillationTask: a fine-tuned teacher model_dir distilled into a smaller student of the same task, for the
+runner.
+
+The task wraps the teacher's own task (classification, tagging, SQuAD: its data, head, metrics and predictions)
+and changes only what is trained: the model is a `compression.Distiller` of a student (the teacher's embeddings
+and chosen layers, or a fresh model of a config) and the frozen teacher; the model_dir it writes is the student's,
+a normal model_dir of the teacher's kind that evaluation, export and `--init_checkpoint` take.
+"""
+
+import logging
+import os
+
+from official_bert import model_dir as model_dirs
+from official_bert.tasks.base import Task
+
+logger = logging.getLogger(__name__)
+
+
+class DistillationTask(Task):
+    """Distils `teacher_dir`'s model into a student, training on `task`'s data.
+
+    Args:
+        task: the teacher's task object (`ClassificationTask`, `TaggingTask`, `SquadTask`) with its data settings.
+        teacher_dir: a finished model_dir of that task's kind.
+        student_layers: teacher layer indices ("0,2,4" or a list) the student is cut from: it keeps the teacher's
+            width, embeddings, those layers (in order), pooler and head.
+        student_config: instead of `student_layers`, a `bert_config.json` of a fresh student (same vocab as the
+            teacher's; any depth and width); its layers imitate the teacher's uniformly spaced ones.
+        alpha: weight of the task loss; 1 - alpha weighs the soft-target KL.
+        temperature: softmax temperature of the soft targets.
+        hidden_weight: weight of the hidden-state MSE between mapped layers (0: off).
+        target_sparsity: magnitude-prune the student's transformer kernels to this share of zeros along a
+            polynomial schedule while it trains (0: off); `sparsity.json` in the model_dir reports it per kernel.
+    """
+
+    needs_init_checkpoint = True
+
+    def __init__(self, task, teacher_dir, student_layers=None, student_config=None, alpha=0.5, temperature=2.0,
+                 hidden_weight=0.0, target_sparsity=0.0):
+        from official_bert.compression.distiller import check_settings
+        from official_bert.compression.student import parse_layers, student_config as cut_config, uniform_layer_map
+        from official_bert.config import BertConfig
+
+        check_settings(alpha, temperature, hidden_weight)
+
+        self.task, self.teacher_dir = task, teacher_dir
+        self.kind, self.uses_pooler = task.kind, task.uses_pooler
+        self.reads_byte_level_bpe = task.reads_byte_level_bpe
+        for name in (model_dirs.CONFIG_FILE, model_dirs.WEIGHTS_FILE):
+            if not os.path.isfile(os.path.join(teacher_dir, name)):
+                raise FileNotFoundError(f"--teacher={teacher_dir}: no {name}; pass a model_dir whose training finished")
+        self.teacher_info = model_dirs.read_task_info(teacher_dir)
+        if self.teacher_info["kind"] != task.kind:
+            raise ValueError(f"--teacher={teacher_dir} is a {self.teacher_info['kind']} model_dir; this run's task is "
+                             f"{task.kind}")
+        self.teacher_config = BertConfig.from_json_file(os.path.join(teacher_dir, model_dirs.CONFIG_FILE))
+        if (student_layers is None) == (student_config is None):
+            raise ValueError("pass one of --student_layers (teacher layers to keep) and --student_config")
+        teacher_depth = self.teacher_config.num_hidden_layers
+        if student_config is None:
+            self.layers = student_layers if isinstance(student_layers, list) else parse_layers(student_layers,
+                                                                                                 teacher_depth)
+            self.student_bert_config = cut_config(self.teacher_config, self.layers)
+            self.layer_map = self.layers
+        else:
+            self.layers = None
+            self.student_bert_config = BertConfig.from_json_file(student_config)
+            if self.student_bert_config.vocab_size != self.teacher_config.vocab_size:
+                raise ValueError(f"--student_config={student_config}: vocab_size {self.student_bert_config.vocab_size}"
+                                 f", but the teacher's is {self.teacher_config.vocab_size}; the student reads the "
+                                 "teacher's vocab")
+            self.layer_map = uniform_layer_map(self.student_bert_config.num_hidden_layers, teacher_depth)
+        self.student_config_file = student_config
+        self.alpha, self.temperature, self.hidden_weight = alpha, temperature, hidden_weight
+        if not 0.0 <= target_sparsity < 1.0:
+            raise ValueError(f"--target_sparsity={target_sparsity} must be in [0, 1)")
+        self.target_sparsity = target_sparsity
+        self._distiller = None  # built by build_model; the pruning callback needs its student
+
+    def model_config(self):
+        return self.student_bert_config
+
+    def validate(self, config):
+        if not config.do_train:
+            raise ValueError("distillation trains a student: --do_train must be true (evaluate a distilled model_dir "
+                             "with its task's own entry point, e.g. tasks.run_classifier --do_train=false)")
+        if os.path.abspath(config.init_checkpoint or "") != os.path.abspath(self.teacher_dir):
+            raise ValueError(f"--init_checkpoint={config.init_checkpoint} must be the teacher ({self.teacher_dir})")
+        self.task.validate(config)
+
+    def read_data(self, config):
+        """Reads the task's data and checks that it is the teacher's task (same task name, labels, ...)."""
+        self.task.read_data(config)
+        for key, value in self.task.task_info().items():
+            if key in self.teacher_info and self.teacher_info[key] != value:
+                raise ValueError(f"{os.path.join(self.teacher_dir, model_dirs.TASK_FILE)}: field '{key}' is "
+                                 f"{self.teacher_info[key]!r}, but this run's data has {value!r}")
+
+    def task_info(self):
+        return self.task.task_info()
+
+    def train_sources(self):
+        return self.task.train_sources()
+
+    def training_settings(self):
+        return {**self.task.training_settings(),
+                "distillation": {"teacher": os.path.abspath(self.teacher_dir), "student_layers": self.layers,
+                                 "student_config": self.student_config_file, "alpha": self.alpha,
+                                 "temperature": self.temperature, "hidden_weight": self.hidden_weight,
+                                 "target_sparsity": self.target_sparsity}}
+
+    def run_settings(self):
+        return self.task.run_settings()
+
+    def build_model(self, bert_config):
+        from official_bert.compression.distiller import Distiller
+
+        student = self.task.build_model(bert_config)
+        teacher = model_dirs.build_task_model(self.kind, self.teacher_config, self.teacher_info)
+        self._distiller = Distiller(student, teacher, alpha=self.alpha, temperature=self.temperature,
+                                    hidden_weight=self.hidden_weight, layer_map=self.layer_map)
+        return self._distiller
+
+    def load_initial_weights(self, model, checkpoint):
+        """Loads the teacher's trained weights, then copies its embeddings, chosen layers, pooler and head into the
+        student (a student of `--student_config` starts fresh)."""
+        from official_bert.compression.student import copy_teacher_weights
+
+        model.teacher.load_weights(os.path.join(self.teacher_dir, model_dirs.WEIGHTS_FILE))
+        if self.layers is None:
+            return f"teacher loaded; fresh {self.student_bert_config.num_hidden_layers}-layer student"
+        copy_teacher_weights(model.student, model.teacher, self.layers)
+        return f"teacher loaded; student initialised from its embeddings, layers {self.layers} and head"
+
+    def describe_run(self, context):
+        return (f"Distilling {self.teacher_dir} ({self.teacher_config.num_hidden_layers} layers) into a "
+                f"{self.student_bert_config.num_hidden_layers}-layer student: alpha={self.alpha}, "
+                f"T={self.temperature}, hidden_weight={self.hidden_weight}")
+
+    def train_dataset(self, context):
+        return self.task.train_dataset(context)
+
+    def train_steps(self, config, num_examples):
+        return self.task.train_steps(config, num_examples)
+
+    def resumable_stream(self, make_batches, context):
+        return self.task.resumable_stream(make_batches, context)
+
+    def compile_options(self):
+        return self.task.compile_options()
+
+    def fit_options(self, total_steps):
+        from official_bert.compression.pruning import MagnitudePruning
+
+        options = dict(self.task.fit_options(total_steps))
+        if self.target_sparsity:
+            pruning = MagnitudePruning(self._distiller.student, total_steps, self.target_sparsity)
+            options["callbacks"] = [*options.get("callbacks", ()), pruning]
+        return options
+
+    def save(self, model, context):
+        """The student's model_dir files; with magnitude pruning, `sparsity.json` (share of zeros per kernel)."""
+        from official_bert.compression.pruning import sparsity_report
+
+        self.task.save(model.student, context)
+        if self.target_sparsity:
+            report = sparsity_report(model.student)
+            model_dirs.write_json(os.path.join(context.out_dir, "sparsity.json"), report)
+            logger.info("Sparsity of the transformer kernels: %.3f (per kernel: sparsity.json)", report["total"])
+
+    def evaluate(self, model, context):
+        return self.task.evaluate(model.student, context)
+
+    def describe_results(self, results):
+        return self.task.describe_results(results)
+
+    def predict(self, model, context):
+        self.task.predict(model.student, context)

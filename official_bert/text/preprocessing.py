@@ -1,0 +1,215 @@
+"""One preprocessor for every family: raw strings -> the encoder's int inputs, packed as that family packs them.
+
+`load_preprocessor(directory, seq_length)` reads a checkpoint directory (Hugging Face or Google) or a model_dir of
+ours, finds the family (`config.json`'s `model_type`) and its tokenizer files, and returns a `Preprocessor`:
+BERT and DistilBERT get WordPiece (`vocab.txt` or `tokenizer.json`) and `[CLS] A [SEP] B [SEP]`; RoBERTa gets its
+byte-level BPE (`vocab.json` + `merges.txt`) and `<s> A </s></s> B </s>` with one token type.
+"""
+
+import dataclasses
+import logging
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+
+from official_bert.config import BertConfig
+from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
+from official_bert.text.pack_inputs import BertPackInputs
+from official_bert.text.preprocessor import TextPreprocessor
+from official_bert.text.tokenizer import BertTokenizer
+from official_bert.text.vocab_files import find_vocab
+
+logger = logging.getLogger(__name__)
+
+BPE_FILES = ("vocab.json", "merges.txt")
+
+
+class Preprocessor(keras.layers.Layer):
+    """Tokenizes and packs one or two batches of raw strings, in-graph, for one encoder family.
+
+    Called as a layer: one [batch] string Tensor, or a list of one or two, in; the encoder's dict of int32
+    [batch, seq_length] Tensors (`input_word_ids`, `input_mask`, `input_type_ids`) out. The methods `tokenize`,
+    `pack_tokens` and `pack` are `TextPreprocessor`'s, for tasks that need the pieces or the truncation flags.
+
+    Args:
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencepieceTokenizer` (any layer mapping a [batch]
+            string Tensor to ids, with `get_special_tokens_dict()`).
+        seq_length: the packed length, special tokens included.
+        layout: "bert" (`[CLS] A [SEP] B [SEP]`, type ids 0 then 1) or "roberta" (`<s> A </s></s> B </s>`, type
+            ids 0).
+        **kwargs: passed to `keras.layers.Layer`.
+
+    Examples:
+
+    >>> preprocessor = load_preprocessor("roberta-base", 128)
+    >>> inputs = preprocessor([tf.constant(["The cat sat."]), tf.constant(["It purred."])])
+    >>> inputs["input_word_ids"].shape
+    TensorShape([1, 128])
+    """
+
+    def __init__(self, tokenizer, seq_length, layout="bert", **kwargs):
+        super().__init__(**kwargs)
+        self.tokenizer = tokenizer
+        self.seq_length = int(seq_length)
+        self.layout = layout
+        self.special_tokens = tokenizer.get_special_tokens_dict()
+        self.packer = BertPackInputs(self.seq_length, self.special_tokens, layout=layout)
+
+    def tokenize(self, text, with_offsets=False):
+        """The tokenizer on a [batch] string Tensor: int32 ids [batch, (pieces)] (and int64 byte offsets)."""
+        if not with_offsets:  # tokenizers without offsets (SentencePiece) take no `with_offsets`
+            return self.tokenizer(text)
+        return self.tokenizer(text, with_offsets=True)
+
+    def pack_tokens(self, segments):
+        """Packs tokenized segments (one or two int32 RaggedTensors [batch, (pieces)]).
+
+        Returns: `(inputs, truncated)`: the encoder's dict of int32 [batch, seq_length] Tensors, and a bool
+            [batch] Tensor, True where some piece did not fit.
+        """
+        inputs = self.packer(list(segments))
+        total = 0
+        for segment in segments:
+            total += segment.row_splits[1:] - segment.row_splits[:-1]  # (batch,) pieces of all segments
+        return inputs, total > tf.cast(self.packer.budget(len(segments)), total.dtype)
+
+    def pack(self, texts):
+        """Tokenizes and packs a list of one or two [batch] string Tensors: `(inputs, truncated)`."""
+        return self.pack_tokens([self.tokenize(t) for t in texts])
+
+    def call(self, inputs):
+        texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if not 1 <= len(texts) <= 2:
+            raise ValueError(f"a Preprocessor takes one or two string tensors, got {len(texts)}")
+        return self.pack(texts)[0]
+
+
+@dataclasses.dataclass
+class BpeVocab:
+    """RoBERTa's tokenizer files, where a WordPiece model has its list of tokens (`vocab.txt`).
+
+    Attributes:
+        vocab_file: `vocab.json`.
+        merges_file: `merges.txt`.
+    """
+    vocab_file: str
+    merges_file: str
+
+    @classmethod
+    def find(cls, directory) -> "BpeVocab":
+        """The `vocab.json` + `merges.txt` of a checkpoint directory or model_dir; raises naming what is missing."""
+        files = tokenizer_directory(os.fspath(directory))
+        if os.path.isfile(os.path.join(files, "sentencepiece.bpe.model")):
+            raise ValueError(f"{files}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
+                             "in-graph preprocessor here yet")
+        missing = [f for f in BPE_FILES if not os.path.isfile(os.path.join(files, f))]
+        if missing:
+            raise FileNotFoundError(f"{files}: a RoBERTa checkpoint needs its byte-level BPE files; missing "
+                                    f"{', '.join(missing)}")
+        return cls(*(os.path.join(files, f) for f in BPE_FILES))
+
+    def __len__(self):  # the vocab size, as `len(tokens)` of a WordPiece vocab
+        return max(read_vocab_json(self.vocab_file).values()) + 1
+
+
+def write_tokenizer_files(tokens, directory) -> str:
+    """Writes a model's tokenizer files into `directory`: `vocab.txt` from a list of tokens, or a `BpeVocab`'s
+    `vocab.json` + `merges.txt`. Returns the path that `tokenizer_from_files` reads (`vocab.txt` / `vocab.json`)."""
+    if isinstance(tokens, BpeVocab):
+        for source, name in zip((tokens.vocab_file, tokens.merges_file), BPE_FILES):
+            target = os.path.join(directory, name)
+            if os.path.abspath(source) != os.path.abspath(target):
+                shutil.copyfile(source, target)
+        return os.path.join(directory, BPE_FILES[0])
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
+    return path
+
+
+def is_bpe_vocab_file(vocab_file) -> bool:
+    """A `vocab.json` (byte-level BPE, `merges.txt` beside it) rather than a WordPiece `vocab.txt`."""
+    return str(vocab_file).endswith(".json")
+
+
+def tokenizer_from_files(vocab_file, lower_case):
+    """The tokenizer of a model's vocab file: a `BytePairTokenizer` for `vocab.json` (with the `merges.txt`
+    beside it; casing does not apply), else a `BertTokenizer`."""
+    if is_bpe_vocab_file(vocab_file):
+        return BytePairTokenizer(vocab_file, os.path.join(os.path.dirname(vocab_file), BPE_FILES[1]))
+    return BertTokenizer(vocab_file=vocab_file, lower_case=lower_case)
+
+
+def text_preprocessor(vocab_file, lower_case, seq_length):
+    """The preprocessor of a model's vocab file: `TextPreprocessor` for WordPiece, `Preprocessor` with RoBERTa's
+    packing for byte-level BPE (the same `tokenize` / `pack_tokens` / `pack` methods)."""
+    if is_bpe_vocab_file(vocab_file):
+        return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout="roberta")
+    return TextPreprocessor(vocab_file, lower_case, seq_length)
+
+
+def model_type_of(directory) -> str:
+    """The family of a checkpoint directory or model_dir: `model_type` of its `config.json` (Hugging Face) or
+    `bert_config.json` (Google's, ours); "bert" when it has neither."""
+    for name in ("config.json", "bert_config.json"):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            return BertConfig.from_json_file(path).model_type
+    return "bert"
+
+
+def tokenizer_directory(directory) -> str:
+    """Where a directory's tokenizer files are: a model_dir of ours keeps them in its `encoder/`."""
+    encoder = os.path.join(directory, "encoder")
+    if not any(os.path.isfile(os.path.join(directory, f)) for f in ("vocab.txt", "tokenizer.json", *BPE_FILES)) \
+            and os.path.isdir(encoder):
+        return encoder
+    return directory
+
+
+def load_tokenizer(directory, model_type=None):
+    """The family's in-graph tokenizer and packing layout for a checkpoint directory or model_dir.
+
+    Args:
+        directory: a Hugging Face or Google checkpoint directory, or a model_dir of ours.
+        model_type: the family; None: read from the directory's config.
+    Returns: `(tokenizer, layout)`: a `BytePairTokenizer` and "roberta", or a `BertTokenizer` and "bert".
+    Raises:
+        FileNotFoundError / ValueError: naming the directory and the files the family needs.
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"{directory}: not a directory (expected a checkpoint directory or a model_dir)")
+    model_type = model_type or model_type_of(directory)
+    files = tokenizer_directory(directory)
+    if model_type == "xlm-roberta":
+        raise ValueError(f"{directory}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
+                         "in-graph preprocessor here yet; RoBERTa (vocab.json + merges.txt), BERT and DistilBERT do")
+    if model_type == "roberta":
+        vocab = BpeVocab.find(files)
+        return BytePairTokenizer(vocab.vocab_file, vocab.merges_file), "roberta"
+    tokens, lower, source = find_vocab(files)
+    if lower is None:
+        lower = True
+        logger.warning("Casing of %s unknown; lower-casing", source)
+    return BertTokenizer(vocab=tokens, lower_case=lower), "bert"
+
+
+def load_preprocessor(directory, seq_length) -> Preprocessor:
+    """The `Preprocessor` of a checkpoint directory or model_dir, as its family packs inputs.
+
+    Args:
+        directory: a Hugging Face directory (`config.json` and the family's tokenizer files: `vocab.txt` or
+            `tokenizer.json` for BERT and DistilBERT, `vocab.json` + `merges.txt` for RoBERTa), a Google BERT
+            directory (`bert_config.json` + `vocab.txt`), or a model_dir of ours.
+        seq_length: the packed length.
+
+    Examples:
+
+    >>> preprocessor = official_bert.text.load_preprocessor("out/sst2_roberta", 128)
+    >>> preprocessor(tf.constant(["a gripping film"]))["input_word_ids"]  # (1, 128): <s> ... </s> <pad> ...
+    """
+    tokenizer, layout = load_tokenizer(directory)
+    return Preprocessor(tokenizer, seq_length, layout=layout)

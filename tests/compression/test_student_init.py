@@ -1,0 +1,104 @@
+"""Student initialisation from a teacher, and the Distiller's loss and training step, on tiny models."""
+
+import keras
+import numpy as np
+import pytest
+
+from official_bert import BertConfig
+from official_bert import model_dir as model_dirs
+from official_bert.compression.distiller import Distiller
+from official_bert.compression.student import copy_teacher_weights, parse_layers, student_config, uniform_layer_map
+
+INFO = {"label_names": ["a", "b", "c"]}
+
+
+def _config(layers=4, hidden=32):
+    return BertConfig(vocab_size=100, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                      intermediate_size=64, max_position_embeddings=40, initializer_range=0.5)
+
+
+def _inputs(batch=4, seq=10, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), "int32")
+    mask[0, 6:] = 0
+    return {"input_word_ids": rng.integers(1, 100, (batch, seq)).astype("int32"), "input_mask": mask,
+            "input_type_ids": np.zeros((batch, seq), "int32")}
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    keras.utils.set_random_seed(1)
+    return model_dirs.build_task_model(model_dirs.CLASSIFICATION, _config(), INFO)
+
+
+def _student(teacher, layers, kind=model_dirs.CLASSIFICATION, info=INFO):
+    student = model_dirs.build_task_model(kind, student_config(teacher.encoder.config, layers), info)
+    copy_teacher_weights(student, teacher, layers)
+    return student
+
+
+def test_student_copies_the_named_layers(teacher):
+    student = _student(teacher, [0, 2, 3])
+    assert student.encoder.config.num_hidden_layers == 3
+
+    def same(a, b):
+        return all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.weights, b.weights, strict=True))
+
+    assert same(student.encoder.embeddings, teacher.encoder.embeddings)
+    for i, j in enumerate([0, 2, 3]):
+        assert same(student.encoder.transformer_layers[i], teacher.encoder.transformer_layers[j])
+    assert not same(student.encoder.transformer_layers[1], teacher.encoder.transformer_layers[1])
+    assert same(student.encoder.pooler, teacher.encoder.pooler) and same(student.head, teacher.head)
+
+
+def test_a_student_of_every_layer_is_the_teacher(teacher):
+    x = _inputs()
+    student = _student(teacher, [0, 1, 2, 3])
+    np.testing.assert_allclose(student(x), teacher(x), atol=1e-5)
+
+
+def test_layer_arguments_are_checked():
+    assert parse_layers("0, 2,4", 6) == [0, 2, 4]
+    for text, message in (("0,6", "out of range"), ("1,1", "twice"), ("a", "comma-separated"), ("", "empty")):
+        with pytest.raises(ValueError, match=message):
+            parse_layers(text, 6)
+    assert uniform_layer_map(3, 6) == [1, 3, 5] and uniform_layer_map(2, 4) == [1, 3]
+
+
+def test_distiller_loss_of_a_copy_is_its_task_loss(teacher):
+    x, y = _inputs(), np.array([0, 1, 2, 0])
+    distiller = Distiller(_student(teacher, [0, 1, 2, 3]), teacher, alpha=0.5, temperature=2.0)
+    loss = float(distiller.compute_loss(x, y, distiller(x), training=False))
+    task = float(keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, teacher(x)))
+    assert loss == pytest.approx(0.5 * task, rel=1e-4)
+    assert float(distiller.trackers["distill_loss"].result()) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_distiller_trains_only_the_student_with_a_hidden_projection(teacher):
+    keras.utils.set_random_seed(2)
+    student = model_dirs.build_task_model(model_dirs.CLASSIFICATION, _config(layers=2, hidden=16), INFO)
+    distiller = Distiller(student, teacher, alpha=0.0, hidden_weight=1.0, layer_map=uniform_layer_map(2, 4))
+    assert distiller.projection is not None
+    teacher_before = [v.numpy().copy() for v in teacher.weights]
+    student_before = [v.numpy().copy() for v in student.trainable_weights]
+    distiller.compile(optimizer=keras.optimizers.Adam(1e-2))
+    x, y = _inputs(8), np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    history = distiller.fit(x, y, batch_size=8, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert history.history["hidden_loss"][0] > 0 and history.history["task_loss"][0] > 0
+    assert all(np.array_equal(a, b.numpy()) for a, b in zip(teacher_before, teacher.weights))
+    assert not np.array_equal(student_before[0], student.trainable_weights[0].numpy())
+    np.testing.assert_allclose(distiller.predict(x, verbose=0), student(x), atol=1e-5)  # inference: the student
+
+
+def test_token_and_span_students(teacher):
+    for kind, info in ((model_dirs.TAGGING, {"label_names": ["O", "B-X", "I-X"]}), (model_dirs.SQUAD, {})):
+        keras.utils.set_random_seed(3)
+        big = model_dirs.build_task_model(kind, _config(), info)
+        student = _student(big, [1, 3], kind, info)
+        distiller = Distiller(student, big)
+        x = _inputs()
+        y = np.zeros((4, 10), "int32") if kind == model_dirs.TAGGING else {"start_logits": np.array([1, 2, 3, 4]),
+                                                                            "end_logits": np.array([2, 3, 4, 5])}
+        loss = float(distiller.compute_loss(x, y, distiller(x), training=False))
+        assert np.isfinite(loss) and float(distiller.trackers["distill_loss"].result()) > 0

@@ -1,0 +1,121 @@
+"""ALBERT's pre-training data: sentence-order pairs (swapped half the time, the label says which) and n-gram
+masking (spans of 1 to 3 words, length n with probability 1/n normalised), checked by their rules and by
+`MaskingStatistics` within 4 binomial standard errors."""
+
+import collections
+import math
+import random
+
+import pytest
+
+from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_records import instances_to_arrays
+from official_bert.data.pretraining_stats import MaskingStatistics
+from official_bert.data.sentence_corpus import squad_documents
+
+MAX_SEQ, MAX_PRED, PROB, SHORT = 64, 10, 0.15, 0.1
+# Ids 0..4 special, then every sentence of the synthetic corpus has its own increasing ids (order is visible).
+VOCAB = pi.MaskingVocab(vocab_size=100_000, cls_id=1, sep_id=2, mask_id=3, pad_id=0, suffix_ids=frozenset())
+
+
+def _within(hits, n, p, sigmas=4.0):
+    observed, sigma = hits / n, math.sqrt(p * (1 - p) / n)
+    assert abs(observed - p) <= sigmas * sigma, f"{observed:.4f} vs {p:.4f} +- {sigmas} x {sigma:.4f} (n={n})"
+
+
+@pytest.fixture(scope="module")
+def ordered_documents():
+    """600 documents of 3 to 12 sentences of 4 to 20 tokens; token ids increase through each document."""
+    rng = random.Random(0)
+    documents, next_id = [], 10
+    for _ in range(600):
+        document = []
+        for _ in range(rng.randint(3, 12)):
+            length = rng.randint(4, 20)
+            document.append(list(range(next_id, next_id + length)))
+            next_id += length
+        documents.append(document)
+    return documents
+
+
+def test_sentence_order_pairs_are_in_order_or_swapped_half_the_time(ordered_documents):
+    rng = random.Random(1)
+    pairs = [p for _ in range(3) for i in range(len(ordered_documents))
+             for p in pi.create_sentence_pairs(ordered_documents, i, MAX_SEQ, SHORT, VOCAB, rng, sentence_order=True)]
+    coin_flips = swapped = 0
+    for pair in pairs:
+        first = pair.segment_ids.index(1)
+        a, b = pair.tokens[1:first - 1], pair.tokens[first:-1]
+        assert a and b and pair.tokens[first - 1] == VOCAB.sep_id
+        if pair.forced_random_next:  # a chunk of one sentence: B from another document, as ALBERT's code does
+            assert pair.is_random_next
+            continue
+        coin_flips += 1
+        swapped += pair.is_random_next
+        assert a == sorted(a) and b == sorted(b)  # each segment is contiguous text in order
+        if pair.is_random_next:
+            assert max(b) < min(a)  # B came first in the document
+        else:
+            assert max(a) < min(b)
+    assert coin_flips > 2000
+    _within(swapped, coin_flips, 0.5)
+
+
+@pytest.fixture(scope="module")
+def squad_instances(shared_data):
+    """Real text (300 SQuAD paragraphs, WordPiece), whole-word n-gram masking, sentence order: 2 passes."""
+    from official_bert.text import BertTokenizer
+
+    tokenizer = BertTokenizer(vocab_file=str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"))
+    vocab = pi.MaskingVocab.from_tokenizer(tokenizer)
+    text = squad_documents(shared_data / "squad" / "v1.1" / "dev-v1.1.json", max_documents=300)
+    documents, _ = pi.tokenize_documents(tokenizer, text)
+    targets, draws = [], collections.Counter()
+    instances = pi.create_instances(documents, MAX_SEQ, SHORT, PROB, MAX_PRED, vocab, random.Random(2), dupe_factor=2,
+                                    do_whole_word_mask=True, document_targets=targets, sentence_order=True,
+                                    ngram_masking=True, ngram_draws=draws)
+    return vocab, instances, targets, draws
+
+
+def test_ngram_spans_follow_albert_lengths_and_statistics_agree(squad_instances):
+    vocab, instances, targets, draws = squad_instances
+    spans = sum(draws.values())
+    assert spans > 3000 and set(draws) == {1, 2, 3}
+    for n, p in zip((1, 2, 3), (6 / 11, 3 / 11, 2 / 11)):
+        assert pi.NGRAM_PROBS[n - 1] == pytest.approx(p)
+        _within(draws[n], spans, p)
+    stats = MaskingStatistics(vocab, PROB, MAX_PRED, do_whole_word_mask=True, sentence_order=True, ngram_masking=True)
+    stats.update(instances_to_arrays(instances, MAX_SEQ, MAX_PRED))
+    stats.update_generation(targets, MAX_SEQ - 3, [i.forced_random_next for i in instances], draws)
+    rows = {row["name"]: row for row in stats.comparisons(short_seq_prob=SHORT)}
+    assert {"swapped (SOP), coin-flip pairs", "1-word spans (n-gram masking)", "3-word spans (n-gram masking)"
+            } <= set(rows)
+    assert "instances with the rule's count" not in rows  # n-grams may fall short of it, never above
+    assert all(abs(row["z"]) < 4 for row in rows.values()), stats.format_report(SHORT)
+    assert stats.counts["count_above"] == 0 and stats.counts["split_words"] == 0
+    assert "swapped (SOP) (label 1)" in stats.format_report(SHORT)
+
+
+def test_ngram_masking_masks_runs_of_words(squad_instances):
+    # A predicted token's neighbour is predicted far more often with spans than the masking rate would give.
+    vocab, instances, _, _ = squad_instances
+    predicted = neighbours = 0
+    for instance in instances:
+        chosen = set(instance.masked_lm_positions)
+        predicted += len(chosen)
+        neighbours += sum(p + 1 in chosen for p in chosen)
+        assert len(chosen) <= min(MAX_PRED, max(1, round(len(instance.tokens) * PROB)))
+        assert not set(instance.masked_lm_labels) & {vocab.cls_id, vocab.sep_id}
+    assert neighbours / predicted > 0.35
+
+
+def test_ngram_masking_with_single_tokens_is_deterministic_and_never_masks_specials(ordered_documents):
+    def make(seed):
+        return pi.create_instances(ordered_documents[:50], MAX_SEQ, SHORT, PROB, MAX_PRED, VOCAB, random.Random(seed),
+                                   ngram_masking=True)
+
+    first, again = make(3), make(3)
+    assert [i.tokens for i in first] == [i.tokens for i in again]
+    for instance in first:
+        assert all(label not in (VOCAB.cls_id, VOCAB.sep_id) for label in instance.masked_lm_labels)
+        assert instance.masked_lm_positions == sorted(set(instance.masked_lm_positions))

@@ -1,0 +1,47 @@
+"""`export.saved_model --precision=int8`: Keras int8 weights, answers close to the float export's, served by TF
+Serving's session loader."""
+
+import os
+
+import numpy as np
+import pytest
+
+from session_loader import session_and_eager_outputs
+
+TEXTS = ["the cat sat on the mat", "a very good film", "naïve café in Berlin"]
+
+
+def _variables_bytes(version_dir):
+    folder = os.path.join(version_dir, "variables")
+    return sum(os.path.getsize(os.path.join(folder, name)) for name in os.listdir(folder))
+
+
+@pytest.fixture(scope="module")
+def int8_exports(tmp_path_factory, classifier_dir, exports):
+    from export.saved_model import export
+
+    int8 = export(str(classifier_dir), str(tmp_path_factory.mktemp("int8")), precision="int8")
+    return {"classifier": {"float32": exports["classifier"], "int8": int8}}
+
+
+def test_int8_answers_are_close_to_float_ones_in_the_session_loader(int8_exports, tmp_path):
+    exports = {f"{name}_{precision}": path for name, by_precision in int8_exports.items()
+               for precision, path in by_precision.items()}
+    answers = session_and_eager_outputs(tmp_path, exports, TEXTS)
+    for name, answer in answers.items():
+        assert answer["errors"] == [], name
+    float_out, int8_out = answers["classifier_float32"]["outputs"], answers["classifier_int8"]["outputs"]
+    keys = [k for k in float_out if k.endswith("/session/probabilities")]
+    assert keys, sorted(float_out)
+    for key in keys:
+        np.testing.assert_allclose(int8_out[key], float_out[key], atol=0.03)
+
+
+def test_int8_weights_are_int8(int8_exports):
+    import tensorflow as tf
+
+    by_precision = int8_exports["classifier"]
+    int8 = [dtype for dtype in tf.train.load_checkpoint(os.path.join(by_precision["int8"], "variables", "variables"))
+            .get_variable_to_dtype_map().values() if dtype == tf.int8]
+    assert len(int8) == 2 * 6 + 2  # per layer: query, key, value, attention output, intermediate, output; pooler, head
+    assert _variables_bytes(by_precision["int8"]) < _variables_bytes(by_precision["float32"])

@@ -1,0 +1,100 @@
+"""tasks.distill end to end on MRPC with a tiny teacher: a student model_dir that loads and exports."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def teacher_dir(shared_data, tmp_path_factory):
+    """A random 3-layer MRPC classifier written as `tasks.run_classifier` leaves it."""
+    import keras
+
+    from official_bert import BertConfig
+    from official_bert import model_dir as model_dirs
+    from official_bert.runner import save_trained
+
+    keras.utils.set_random_seed(5)
+    path = tmp_path_factory.mktemp("teacher")
+    config = BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64, initializer_range=0.5)
+    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    model = model_dirs.build_task_model(model_dirs.CLASSIFICATION, config, info)
+    vocab = shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"
+    model_dirs.write_task_info(str(path), model_dirs.CLASSIFICATION, {**info, "max_seq_length": 32,
+                                                                       "do_lower_case": True})
+    model_dirs.write_json(str(path / model_dirs.CONFIG_FILE), config.to_dict())
+    (path / model_dirs.VOCAB_FILE).write_text(vocab.read_text(encoding="utf-8"), encoding="utf-8")
+    save_trained(model, str(path), str(vocab), True)
+    return path
+
+
+def _distill(shared_data, teacher_dir, model_dir, *extra):
+    command = [sys.executable, "-m", "tasks.distill", f"--teacher={teacher_dir}", "--student_layers=0,2",
+               f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={model_dir}", "--train_batch_size=8",
+               "--eval_batch_size=128", "--num_train_steps=2", *extra]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_dir, tmp_path):
+    import numpy as np
+    import tensorflow as tf
+
+    from export.saved_model import export
+    from official_bert.model_dir import load_model_dir
+
+    student_dir = tmp_path / "student"
+    result = _distill(shared_data, teacher_dir, student_dir)
+    assert "eval results:" in result.stdout
+    assert json.loads((student_dir / "eval_results.json").read_text())["num_examples"] == 408
+    run = json.loads((student_dir / "run.json").read_text())
+    assert run["task"]["distillation"]["student_layers"] == [0, 2] and run["task"]["distillation"]["alpha"] == 0.5
+
+    loaded = load_model_dir(str(student_dir))
+    assert loaded.kind == "classification" and loaded.config.num_hidden_layers == 2 and loaded.max_seq_length == 32
+
+    version = export(str(student_dir), str(tmp_path / "export"))
+    served = tf.saved_model.load(version)
+    outputs = served.signatures["serving_default"](text=tf.constant(["a cat"]), text_b=tf.constant(["a dog"]))
+    expected = loaded.model(loaded_inputs(loaded, "a cat", "a dog"))
+    np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-4)
+
+
+def loaded_inputs(loaded, text, text_b):
+    from official_bert.text.preprocessing import text_preprocessor
+
+    import tensorflow as tf
+
+    packer = text_preprocessor(loaded.vocab_file, loaded.lower_case, loaded.max_seq_length)
+    return packer.pack([tf.constant([text]), tf.constant([text_b])])[0]
+
+
+def test_bad_distillation_settings_are_refused_before_anything_runs(shared_data, teacher_dir, tmp_path):
+    from official_bert.runner import RunConfig
+    from official_bert.tasks.classification import ClassificationTask
+    from official_bert.tasks.distillation import DistillationTask
+    from official_bert.tasks.tagging import TaggingTask
+
+    def mrpc():
+        return ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC"))
+
+    for kwargs, message in (({"student_layers": "0,3"}, "out of range"), ({}, "one of --student_layers"),
+                            ({"student_layers": "0", "alpha": 1.5}, "--alpha"),
+                            ({"student_layers": "0", "temperature": 0}, "--temperature")):
+        with pytest.raises(ValueError, match=message):
+            DistillationTask(mrpc(), str(teacher_dir), **kwargs)
+    with pytest.raises(ValueError, match="tagging"):
+        DistillationTask(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), str(teacher_dir), student_layers="0")
+    with pytest.raises(FileNotFoundError, match="whose training finished"):
+        DistillationTask(mrpc(), str(tmp_path), student_layers="0")
+    sst2 = DistillationTask(ClassificationTask("SST-2", data_dir=str(shared_data / "glue" / "SST-2")),
+                            str(teacher_dir), student_layers="0")
+    with pytest.raises(ValueError, match="field 'task' is 'MRPC'"):
+        sst2.read_data(RunConfig(model_dir=str(tmp_path / "x"), do_eval=False))
