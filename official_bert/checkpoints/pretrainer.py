@@ -14,9 +14,11 @@ logger = logging.getLogger(__name__)
 # hold (also, or only) the tied `cls.predictions.decoder.bias`.
 _HF_MLM_BIAS_NAMES = ("cls.predictions.bias", "cls.predictions.decoder.bias")
 
-# The transformers class `save_pretrainer` writes, by family: BERT's with both heads, the others' masked LM.
+# The transformers class `save_pretrainer` writes, by family: BERT's with both heads, or a masked LM (every family
+# but BERT, and BERT pre-trained with the "mlm" objective, which has no NSP head).
 _HF_PRETRAINER_CLASSES = {"bert": "BertForPreTraining", "roberta": "RobertaForMaskedLM",
                           "xlm-roberta": "XLMRobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM"}
+_HF_MASKED_LM_CLASSES = {**_HF_PRETRAINER_CLASSES, "bert": "BertForMaskedLM"}
 
 
 def load_pretrainer_weights(pretrainer, path):
@@ -54,7 +56,8 @@ def load_pretrainer_weights(pretrainer, path):
 def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
     """Writes a Hugging Face `BertForPreTraining` directory (`config.json` + `model.safetensors`, encoder weights
     under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load; for RoBERTa and
-    DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only).
+    DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only), and for a
+    BERT pre-trainer without a sentence head (objective "mlm") a `BertForMaskedLM`.
 
     Args:
         pretrainer: a `BertPretrainer`.
@@ -66,5 +69,6 @@ def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
     prefix = HF_BASE_PREFIX[model_type]
     tensors = {f"{prefix}{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
     tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(pretrainer)})
-    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [_HF_PRETRAINER_CLASSES[model_type]]}
+    classes = _HF_PRETRAINER_CLASSES if pretrainer.next_sentence is not None else _HF_MASKED_LM_CLASSES
+    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [classes[model_type]]}
     return write_hf_directory(path, tensors, config, vocab_file, overwrite)

@@ -174,12 +174,11 @@ class PretrainingTask(Task):
                 f"{config.train_batch_size}, {config.num_train_steps} steps ({self.num_warmup_steps} warmup)")
 
     def load_initial_weights(self, model, checkpoint):
-        if model.next_sentence is None:
-            loaded = {"masked_lm": _load_masked_lm_weights(model, checkpoint)}
-        else:
-            from official_bert.checkpoints import load_pretrainer_weights
+        from official_bert.checkpoints import load_pretrainer_weights
 
-            loaded = load_pretrainer_weights(model, checkpoint)
+        loaded = load_pretrainer_weights(model, checkpoint)
+        if model.next_sentence is None:  # the "mlm" objective has no sentence head to report
+            del loaded["next_sentence"]
         return ", ".join(f"{name} head {'loaded' if loaded[key] else 'freshly initialised'}"
                          for name, key in (("masked-LM", "masked_lm"), ("next-sentence", "next_sentence"))
                          if key in loaded)
@@ -223,10 +222,7 @@ class PretrainingTask(Task):
 
         super().save(model, context)
         pretrainer_dir = os.path.join(context.out_dir, model_dirs.PRETRAINER_DIR)
-        if model.next_sentence is None:
-            _save_masked_lm(model, pretrainer_dir, context.vocab_file)
-        else:
-            save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
+        save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
         model_dirs.write_tokenizer_config(pretrainer_dir, context.lower_case)
 
     def evaluate(self, model, context):
@@ -244,31 +240,3 @@ class PretrainingTask(Task):
         results["global_step"] = int(model.optimizer.iterations.numpy())
         return results
 
-
-# The "mlm" objective's pre-trainer has no sentence head, which `official_bert.checkpoints`' pre-trainer loader and
-# writer (BERT: masked LM + NSP) expect; these two read and write its masked-LM head with the same weight names.
-def _load_masked_lm_weights(pretrainer, path):
-    """Loads the encoder and, when the checkpoint has it, the masked-LM head; returns whether the head loaded."""
-    from official_bert.checkpoints.heads import masked_lm_specs
-    from official_bert.checkpoints.loading import load_task_weights
-    from official_bert.checkpoints.readers import open_checkpoint
-
-    reader = open_checkpoint(path)
-    bias_name = next((name for name in ("cls.predictions.bias", "cls.predictions.decoder.bias") if name in reader),
-                     "cls.predictions.bias")
-    return load_task_weights(pretrainer.encoder, masked_lm_specs(pretrainer, bias_name), path, optional_pooler=True)
-
-
-def _save_masked_lm(pretrainer, path, vocab_file):
-    """Writes a Hugging Face `*ForMaskedLM` directory: the encoder and the masked-LM head."""
-    from official_bert.checkpoints.heads import masked_lm_specs
-    from official_bert.checkpoints.loading import write_hf_directory
-    from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, encoder_specs
-
-    config = pretrainer.encoder.config
-    prefix = HF_BASE_PREFIX[config.model_type]
-    tensors = {f"{prefix}{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
-    tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in masked_lm_specs(pretrainer)})
-    architecture = {"bert": "BertForMaskedLM", "roberta": "RobertaForMaskedLM", "xlm-roberta": "XLMRobertaForMaskedLM",
-                    "distilbert": "DistilBertForMaskedLM"}[config.model_type]
-    write_hf_directory(path, tensors, {**config.to_hf_dict(), "architectures": [architecture]}, vocab_file, True)
