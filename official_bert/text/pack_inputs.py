@@ -100,6 +100,17 @@ class BertPackInputs(keras.layers.Layer):
         mask = tf.cast(positions < start[:, None], tf.int32)  # (batch, seq)
         return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
 
+    def truncated(self, segments):
+        """bool [batch]: True where the segments' pieces exceed the budget, so packing cuts some.
+
+        Args:
+            segments: the one or more int RaggedTensors [batch, (pieces)] this layer packs.
+        """
+        total = 0
+        for segment in segments:
+            total += segment.row_splits[1:] - segment.row_splits[:-1]  # (batch,) pieces of all segments
+        return total > tf.cast(self.budget(len(segments)), total.dtype)
+
     def budget(self, num_segments):
         """How many tokens `num_segments` segments may keep together: seq_length less the special tokens."""
         extra = num_segments - 1 if self.layout == "roberta" else 0

@@ -12,7 +12,6 @@ import os
 import shutil
 
 import keras
-import tensorflow as tf
 
 from official_bert.config import BertConfig
 from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
@@ -69,11 +68,7 @@ class Preprocessor(keras.layers.Layer):
         Returns: `(inputs, truncated)`: the encoder's dict of int32 [batch, seq_length] Tensors, and a bool
             [batch] Tensor, True where some piece did not fit.
         """
-        inputs = self.packer(list(segments))
-        total = 0
-        for segment in segments:
-            total += segment.row_splits[1:] - segment.row_splits[:-1]  # (batch,) pieces of all segments
-        return inputs, total > tf.cast(self.packer.budget(len(segments)), total.dtype)
+        return self.packer(list(segments)), self.packer.truncated(segments)
 
     def pack(self, texts):
         """Tokenizes and packs a list of one or two [batch] string Tensors: `(inputs, truncated)`."""

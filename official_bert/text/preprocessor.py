@@ -52,12 +52,7 @@ class TextPreprocessor(tf.Module):
             `(inputs, truncated)`: the encoder's dict of int32 [batch, seq_length] Tensors, and a bool
             [batch] Tensor, True where some piece did not fit.
         """
-        inputs = self.packer(list(segments))
-        budget = self.packer.budget(len(segments))  # [CLS] + one [SEP] per segment
-        total = 0
-        for segment in segments:
-            total += segment.row_splits[1:] - segment.row_splits[:-1]  # (batch,) pieces of all segments
-        return inputs, total > tf.cast(budget, total.dtype)
+        return self.packer(list(segments)), self.packer.truncated(segments)
 
     def pack(self, texts):
         """Tokenizes and packs raw strings.
