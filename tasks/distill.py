@@ -66,23 +66,32 @@ def teacher_task(info):
                          "classification, tagging and SQuAD model_dirs")
 
 
-def main(argv):
-    from official_bert import model_dir as model_dirs
-    from official_bert.runner import run
-    from official_bert.tasks.distillation import DistillationTask
-
+def check_command_line(argv):
+    """The usage errors of this entry point and `tasks.prune`: stray arguments, no --teacher or --model_dir."""
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     for name in ("teacher", "model_dir"):
         if not FLAGS[name].value:
             raise app.UsageError(f"--{name} is required")
+
+
+def student_run_config(teacher_seq_length):
+    """The run flags, starting from the teacher, at its sequence length unless --max_seq_length says otherwise."""
+    return dataclasses.replace(common.run_config(), init_checkpoint=FLAGS.teacher,
+                               max_seq_length=FLAGS.max_seq_length or int(teacher_seq_length))
+
+
+def main(argv):
+    from official_bert import model_dir as model_dirs
+    from official_bert.runner import run
+    from official_bert.tasks.distillation import DistillationTask
+
+    check_command_line(argv)
     info = model_dirs.read_task_info(FLAGS.teacher)
     task = DistillationTask(teacher_task(info), FLAGS.teacher, student_layers=FLAGS.student_layers,
                             student_config=FLAGS.student_config, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
                             hidden_weight=FLAGS.hidden_weight)
-    config = dataclasses.replace(common.run_config(), init_checkpoint=FLAGS.teacher,
-                                 max_seq_length=FLAGS.max_seq_length or int(info["max_seq_length"]))
-    run(task, config)
+    run(task, student_run_config(info["max_seq_length"]))
 
 
 if __name__ == "__main__":

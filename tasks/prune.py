@@ -15,8 +15,6 @@ Magnitude pruning leaves the kernels' shapes as they are: the model is smaller o
 and not faster on CPU (dense matmuls do not skip zeros).
 """
 
-import dataclasses
-
 from absl import app, flags
 
 from tasks import distill
@@ -47,11 +45,7 @@ def main(argv):
     from official_bert.runner import run
     from official_bert.tasks.distillation import DistillationTask
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    for name in ("teacher", "model_dir"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required")
+    distill.check_command_line(argv)
     if FLAGS.student_layers or FLAGS.student_config:
         raise app.UsageError("tasks.prune chooses the layers itself: pass --keep_layers, not --student_layers / "
                              "--student_config")
@@ -70,8 +64,7 @@ def main(argv):
               f"{layers}")
     run(DistillationTask(task, FLAGS.teacher, student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
                          hidden_weight=FLAGS.hidden_weight, target_sparsity=FLAGS.target_sparsity),
-        dataclasses.replace(distill.common.run_config(), init_checkpoint=FLAGS.teacher,
-                            max_seq_length=FLAGS.max_seq_length or loaded.max_seq_length))
+        distill.student_run_config(loaded.max_seq_length))
     if layers != list(range(depth)):
         model_dirs.write_json(f"{FLAGS.model_dir}/importance.json", {"loss_increase": scores, "kept": layers})
 
