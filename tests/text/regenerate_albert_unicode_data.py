@@ -13,24 +13,10 @@ Run (needs `tokenizers`, a test-only dependency):
 tests/text/test_sentencepiece_tokenizer.py runs the same measurement and compares.
 """
 
-import gzip
-import json
 import sys
 
 from official_bert.text import albert_normalization
-
-ALL_CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]  # no surrogates
-
-
-def _ranges(code_points):
-    """Sorted code points -> [[first, last], ...] runs."""
-    runs = []
-    for cp in sorted(code_points):
-        if runs and runs[-1][1] == cp - 1:
-            runs[-1][1] = cp
-        else:
-            runs.append([cp, cp])
-    return runs
+from tests.text.regenerate_unicode_data import ALL_CODE_POINTS, code_point_runs, write_or_check
 
 
 def _changed(normalizer, skip=()):
@@ -57,23 +43,14 @@ def measure():
     return {
         "format": 1,
         "nfkd": _changed(normalizers.NFKD(), skip=hangul),
-        "marks": _ranges(marks),
+        "marks": code_point_runs(marks),
         "lower": _changed(normalizers.Lowercase()),
-        "whitespace": _ranges(whitespace),
+        "whitespace": code_point_runs(whitespace),
     }
 
 
 def main(argv):
-    data = measure()
-    if "--check" in argv:
-        stale = data != albert_normalization.load_raw()
-        print("stale" if stale else "up to date")
-        return 1 if stale else 0
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
-    with open(albert_normalization.DATA_FILE, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
-        z.write(text.encode("utf-8"))  # mtime=0: the same data gives the same bytes
-    print(f"wrote {albert_normalization.DATA_FILE}")
-    return 0
+    return write_or_check(argv, measure(), albert_normalization.load_raw, albert_normalization.DATA_FILE)
 
 
 if __name__ == "__main__":

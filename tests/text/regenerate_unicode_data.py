@@ -59,7 +59,7 @@ def _tf_text_splits():
     return {cp for cp, n in zip(cps, pieces) if n != 1 and cp != ord("a")}
 
 
-def _ranges(code_points):
+def code_point_runs(code_points):
     """Sorted code points -> [[first, last], ...] runs."""
     runs = []
     for cp in sorted(code_points):
@@ -76,7 +76,8 @@ def _encode_map(changed):
     pad_self = [cp for cp, out in changed.items() if out == f" {chr(cp)} "]
     special = set(drop) | set(space) | set(pad_self)
     explicit = {str(cp): out for cp, out in sorted(changed.items()) if cp not in special}
-    return {"drop": _ranges(drop), "space": _ranges(space), "pad": _ranges(pad_self), "map": explicit}
+    return {"drop": code_point_runs(drop), "space": code_point_runs(space), "pad": code_point_runs(pad_self),
+            "map": explicit}
 
 
 def measure():
@@ -91,22 +92,29 @@ def measure():
         "measured_with": {"tokenizers": tokenizers.__version__, "tensorflow_text": tensorflow_text.__version__},
         "uncased": _encode_map(_normalization_map(lower_case=True)),
         "cased": _encode_map(_normalization_map(lower_case=False)),
-        "hf_only_splits": _ranges(hf_splits - tf_splits),
-        "tf_only_splits": _ranges(tf_splits - hf_splits),
+        "hf_only_splits": code_point_runs(hf_splits - tf_splits),
+        "tf_only_splits": code_point_runs(tf_splits - hf_splits),
     }
 
 
-def main(argv):
-    data = measure()
+def write_or_check(argv, data, load_shipped, data_file):
+    """Writes `data` to `data_file` as gzipped JSON, or with `--check` in `argv` compares it with `load_shipped()`.
+
+    Returns: the exit status (1: `--check` found the shipped data stale).
+    """
     if "--check" in argv:
-        stale = data != unicode_data.load_raw()
+        stale = data != load_shipped()
         print("stale" if stale else "up to date")
         return 1 if stale else 0
     text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), sort_keys=True)
-    with open(unicode_data.DATA_FILE, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
+    with open(data_file, "wb") as f, gzip.GzipFile(fileobj=f, mode="wb", mtime=0) as z:
         z.write(text.encode("utf-8"))  # mtime=0: the same data gives the same bytes
-    print(f"wrote {unicode_data.DATA_FILE}")
+    print(f"wrote {data_file}")
     return 0
+
+
+def main(argv):
+    return write_or_check(argv, measure(), unicode_data.load_raw, unicode_data.DATA_FILE)
 
 
 if __name__ == "__main__":
