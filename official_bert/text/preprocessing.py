@@ -18,7 +18,7 @@ from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.preprocessor import TextPreprocessor
 from official_bert.text.tokenizer import BertTokenizer
-from official_bert.text.vocab_files import find_vocab
+from official_bert.text.vocab_files import find_vocab, write_vocab_file
 
 logger = logging.getLogger(__name__)
 
@@ -119,8 +119,7 @@ def write_tokenizer_files(tokens, directory) -> str:
                 shutil.copyfile(source, target)
         return os.path.join(directory, BPE_FILES[0])
     path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(tokens) + "\n")
+    write_vocab_file(tokens, path)
     return path
 
 

@@ -1,4 +1,4 @@
-"""Finds the WordPiece vocabulary and casing that belong to a checkpoint directory."""
+"""Finds the WordPiece vocabulary and casing that belong to a checkpoint directory, and writes a vocabulary."""
 
 import json
 import os
@@ -55,3 +55,9 @@ def find_vocab(checkpoint_dir) -> Tuple[List[str], Optional[bool], str]:
         name = os.path.basename(os.path.normpath(directory)).lower()
         lower = True if "uncased" in name else False if "cased" in name else None
     return tokens, lower, source
+
+
+def write_vocab_file(tokens: List[str], path):
+    """Writes `tokens` one per line (a WordPiece `vocab.txt`)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(tokens) + "\n")
