@@ -21,10 +21,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 
+from benchmarks.perf.timing import per_call_times, size_on_disk
 from benchmarks.resumable import check_same_flags, read_json, write_json
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -46,32 +46,15 @@ def _train(module, model_dir, *flags):
     return read_json(results)
 
 
-def _size(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
-
-
-def _timed(call, batches, warmup=3):
-    for batch in batches[:warmup]:
-        call(batch)
-    times = []
-    for batch in batches:
-        start = time.perf_counter()
-        call(batch)
-        times.append(time.perf_counter() - start)
-    return np.array(times)
-
-
 def _measure(call, columns, labels, latency_texts):
     """Dev accuracy / F1, batch-1 p50 ms and batch-32 examples/s of `call(list of text columns) -> label ids`."""
     from official_bert.metrics.glue import glue_metrics
 
     predicted = np.concatenate([call([c[i:i + 32] for c in columns]) for i in range(0, len(labels), 32)])
     metrics = glue_metrics(("accuracy", "f1"), labels, predicted)
-    single = _timed(call, [[c[i:i + 1] for c in columns] for i in range(min(latency_texts, len(labels)))])
+    single = per_call_times(call, [[c[i:i + 1] for c in columns] for i in range(min(latency_texts, len(labels)))])
     full = [[c[i:i + 32] for c in columns] for i in range(0, min(len(labels), 32 * 8) - 31, 32)]
-    throughput = 32 / np.median(_timed(call, full, warmup=1))
+    throughput = 32 / np.median(per_call_times(call, full, warmup=1))
     return {"accuracy": float(metrics["accuracy"]), "f1": float(metrics["f1"]),
             "p50_ms": float(1000 * np.median(single)), "examples_per_s": float(throughput)}
 
@@ -86,7 +69,7 @@ def _saved_model_row(version_dir, columns, labels, args):
     def call(batch):
         return serve(**{n: tf.constant(np.array(c, dtype=object)) for n, c in zip(names, batch)})["label_id"].numpy()
 
-    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": _size(version_dir) / 2**20}
+    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": size_on_disk(version_dir) / 2**20}
 
 
 def _tflite_row(path, columns, labels, args):
@@ -98,7 +81,7 @@ def _tflite_row(path, columns, labels, args):
     def call(batch):
         return runner(**{n: np.array(c, dtype=object) for n, c in zip(names, batch)})["label_id"]
 
-    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": _size(path) / 2**20}
+    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": size_on_disk(path) / 2**20}
 
 
 def _params(model_dir):

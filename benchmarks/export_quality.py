@@ -15,27 +15,17 @@ the float32 SavedModel's.
 import argparse
 import os
 import tempfile
-import time
 
 import numpy as np
+
+from benchmarks.perf.timing import per_call_times, size_on_disk
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-def _size(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(root, name)) for root, _, names in os.walk(path) for name in names)
-
-
 def _latencies(call, texts, warmup=5):
-    for text in texts[:warmup]:
-        call(text)
-    times = []
-    for text in texts:
-        start = time.perf_counter()
-        call(text)
-        times.append(time.perf_counter() - start)
+    """Batch-1 p50 and p99 milliseconds of `call` over `texts`."""
+    times = per_call_times(call, texts, warmup)
     return 1000 * np.percentile(times, 50), 1000 * np.percentile(times, 99)
 
 
@@ -86,7 +76,7 @@ def main():
         predicted = _predict_in_batches(saved_labels, columns, args.batch_size)
         if precision == "float32":
             reference, version_dir = predicted, precision_dir
-        rows.append((f"SavedModel {precision}", np.mean(predicted == labels), _size(precision_dir),
+        rows.append((f"SavedModel {precision}", np.mean(predicted == labels), size_on_disk(precision_dir),
                      np.mean(predicted == reference),
                      _latencies(lambda t, f=saved_labels: f([np.array([x], dtype=object) for x in t]), timed)))
     for quantize in tflite.QUANTIZATIONS:
@@ -99,7 +89,8 @@ def main():
             return runner(**dict(zip(names, batch)))["label_id"]
 
         predicted = _predict_in_batches(lite_labels, columns, args.batch_size)
-        rows.append((f"TFLite {quantize}", np.mean(predicted == labels), _size(path), np.mean(predicted == reference),
+        rows.append((f"TFLite {quantize}", np.mean(predicted == labels), size_on_disk(path),
+                     np.mean(predicted == reference),
                      _latencies(lambda t: lite_labels([np.array([x], dtype=object) for x in t]), timed)))
 
     print(f"{task['task']} dev, {len(labels)} examples, model_dir {args.model_dir}, seq {task['max_seq_length']}")
