@@ -1,4 +1,4 @@
-"""BertConfig: the hyper-parameters of a BERT-family encoder (BERT, RoBERTa, XLM-RoBERTa, DistilBERT).
+"""BertConfig: the hyper-parameters of a BERT-family encoder (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT).
 
 One flat dataclass. Defaults are BERT-Base uncased. Reads Google's `bert_config.json`, Hugging Face's
 `config.json` (its `model_type` picks the family) and the named presets in the top-level `configs/` package.
@@ -7,6 +7,7 @@ One flat dataclass. Defaults are BERT-Base uncased. Reads Google's `bert_config.
 import dataclasses
 import json
 import os
+from typing import Optional
 
 # Activations a BERT config may name, mapped to the form we compute.
 #   "gelu": exact erf GELU (Google BERT, HF "gelu", PyTorch default).
@@ -18,14 +19,26 @@ KNOWN_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu
 _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
 
 # The families we build, by Hugging Face `model_type`. RoBERTa and XLM-RoBERTa are one architecture (BERT with
-# position ids counted past the padding id, one token type); DistilBERT is BERT without token types or pooler.
-MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert")
+# position ids counted past the padding id, one token type); DistilBERT is BERT without token types or pooler;
+# ALBERT is BERT with embeddings of width `embedding_size` projected to `hidden_size` and transformer weights shared
+# across layers (`num_hidden_groups` groups of `inner_group_num` blocks).
+MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert")
 ROBERTA_TYPES = ("roberta", "xlm-roberta")
 
 # DistilBERT's `config.json` names: theirs -> ours (its LayerNorm epsilon is fixed at 1e-12 in transformers).
 _DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
                     "attention_dropout": "attention_probs_dropout_prob"}
+
+# ALBERT's fields, absent from every other family's `to_dict()` (Google's bert_config.json has none of them).
+_ALBERT_FIELDS = ("embedding_size", "num_hidden_groups", "inner_group_num", "classifier_dropout_prob")
+
+# transformers' `AlbertConfig` defaults: what an ALBERT `config.json` means by a key it leaves out.
+_ALBERT_DEFAULTS = dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12,
+                        num_hidden_groups=1, num_attention_heads=64, intermediate_size=16384, inner_group_num=1,
+                        hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12,
+                        pad_token_id=0, classifier_dropout_prob=0.1)
 
 # Fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0.
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
@@ -50,8 +63,16 @@ class BertConfig:
         layer_norm_eps: LayerNorm epsilon (1e-12 in BERT and DistilBERT, 1e-5 in RoBERTa).
         model_type: the family, one of `MODEL_TYPES` (Hugging Face's `model_type`).
         pad_token_id: the padding id (1 in RoBERTa, whose position ids start after it; 0 in BERT).
+        embedding_size: ALBERT's embedding width E, projected to `hidden_size` before the first block; None: the
+            hidden size. Other families have embeddings of width `hidden_size` and leave it None.
+        num_hidden_groups: ALBERT: how many distinct sets of transformer weights; layer i uses group
+            `int(i / (num_hidden_layers / num_hidden_groups))`, as transformers' `AlbertTransformer`. 1 elsewhere.
+        inner_group_num: ALBERT: transformer blocks per group, run one after the other in every layer. 1 elsewhere.
+        classifier_dropout_prob: ALBERT: dropout before the task heads and the sentence-order head (transformers'
+            `AlbertConfig.classifier_dropout_prob`); None: `hidden_dropout_prob`. None elsewhere.
 
-    A BERT config's `to_dict()` is Google's `bert_config.json` (no `model_type`, `pad_token_id`).
+    A BERT config's `to_dict()` is Google's `bert_config.json` (no `model_type`, `pad_token_id`); only an ALBERT
+    config's holds `embedding_size`, `num_hidden_groups`, `inner_group_num`, `classifier_dropout_prob`.
     """
 
     vocab_size: int = 30522
@@ -68,9 +89,39 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     model_type: str = "bert"
     pad_token_id: int = 0
+    embedding_size: Optional[int] = None
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    classifier_dropout_prob: Optional[float] = None
 
     def __post_init__(self):
+        self._resolve_embedding_size()
         self.validate()
+
+    def _resolve_embedding_size(self):
+        if self.model_type == "albert" and self.embedding_size is None:
+            self.embedding_size = self.hidden_size
+
+    @property
+    def is_albert(self) -> bool:
+        """ALBERT: factorised embeddings (`embedding_size`) and transformer weights shared across layers."""
+        return self.model_type == "albert"
+
+    @property
+    def embedding_width(self) -> int:
+        """The width of the embedding tables: `embedding_size` (ALBERT's E), else `hidden_size`."""
+        return self.embedding_size if self.embedding_size is not None else self.hidden_size
+
+    @property
+    def head_dropout_prob(self) -> float:
+        """Dropout before a task head: ALBERT's `classifier_dropout_prob` when set, else `hidden_dropout_prob`."""
+        return self.hidden_dropout_prob if self.classifier_dropout_prob is None else self.classifier_dropout_prob
+
+    def layer_group(self, layer: int) -> int:
+        """The weight group layer `layer` runs (ALBERT's sharing; `layer` itself elsewhere, one block a layer)."""
+        if not self.is_albert:
+            return layer
+        return int(layer / (self.num_hidden_layers / self.num_hidden_groups))  # transformers' AlbertTransformer
 
     @property
     def head_size(self) -> int:
@@ -104,8 +155,11 @@ class BertConfig:
             elif field.type in (float, "float"):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise ValueError(f"{source}: field '{field.name}' must be a number, got {value!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            if not 0.0 <= getattr(self, name) < 1.0:
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"):
+            if name == "classifier_dropout_prob" and self.classifier_dropout_prob is None:
+                continue
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), (int, float)) or \
+                    not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{source}: field '{name}' must be in [0, 1), got {getattr(self, name)!r}")
         for name in ("initializer_range", "layer_norm_eps"):
             if not getattr(self, name) > 0:
@@ -123,6 +177,20 @@ class BertConfig:
             raise ValueError(
                 f"{source}: field 'hidden_act' is {self.hidden_act!r}; expected one of {', '.join(KNOWN_ACTIVATIONS)}"
             )
+        if self.embedding_size is not None and (isinstance(self.embedding_size, bool) or not isinstance(
+                self.embedding_size, int) or self.embedding_size <= 0):
+            raise ValueError(f"{source}: field 'embedding_size' must be a positive integer, got "
+                             f"{self.embedding_size!r}")
+        if not self.is_albert:
+            for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
+                                  ("classifier_dropout_prob", None)):
+                value = getattr(self, name)
+                if value != neutral and not (name == "embedding_size" and value == self.hidden_size):
+                    raise ValueError(f"{source}: field '{name}' is {value!r}; only an albert encoder has it (a "
+                                     f"{self.model_type} encoder needs {neutral!r})")
+        elif self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(f"{source}: field 'num_hidden_layers' ({self.num_hidden_layers}) must be divisible by "
+                             f"'num_hidden_groups' ({self.num_hidden_groups})")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"{source}: field 'hidden_size' ({self.hidden_size}) must be divisible by "
@@ -131,6 +199,9 @@ class BertConfig:
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
+        if not self.is_albert:
+            for name in _ALBERT_FIELDS:
+                del values[name]
         if self.model_type == "bert" and self.pad_token_id == 0:  # Google's bert_config.json, as before families
             del values["model_type"], values["pad_token_id"]
         return values
@@ -142,18 +213,28 @@ class BertConfig:
         Args:
             values: the parsed JSON. Keys that are not fields are ignored, except Hugging Face keys that
                 would make the model something other than a BERT-family encoder, which raise. `model_type` picks
-                the family (absent: BERT); DistilBERT's own names (`dim`, `n_layers`, ...) are read.
+                the family (absent: BERT, or ALBERT for Google's `albert_config.json`, known by its
+                `num_hidden_groups`); DistilBERT's own names (`dim`, `n_layers`, ...) are read. An ALBERT dict's
+                missing keys take transformers' `AlbertConfig` defaults, as transformers reads the same file.
             source: where the dict came from, for error messages.
         """
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
         model_type = values.get("model_type", "bert")
+        if "model_type" not in values and any(name in values for name in ("num_hidden_groups", "inner_group_num")):
+            # Google's albert_config.json: its "gelu" is the tanh form (google-research/albert modeling.gelu)
+            model_type = "albert"
+            values = {**values, "model_type": "albert"}
+            if values.get("hidden_act") == "gelu":
+                values["hidden_act"] = "gelu_new"
         if model_type not in MODEL_TYPES:
             raise ValueError(f"{source}: field 'model_type' is {model_type!r}: a checkpoint of that family is not "
                              f"supported (supported: {', '.join(MODEL_TYPES)})")
         if model_type == "distilbert":
             renamed = {ours: values[theirs] for theirs, ours in _DISTILBERT_KEYS.items() if theirs in values}
             values = {**values, **renamed, "type_vocab_size": 0, "layer_norm_eps": 1e-12}
+        if model_type == "albert":
+            values = {**_ALBERT_DEFAULTS, **values}
         for key, expected in _HF_ARCHITECTURE_KEYS.items():
             if key in values and values[key] != expected:
                 raise ValueError(f"{source}: field '{key}' is {values[key]!r}; only {expected!r} is supported")
@@ -162,6 +243,7 @@ class BertConfig:
         config = cls.__new__(cls)
         for field in dataclasses.fields(cls):
             setattr(config, field.name, kwargs.get(field.name, field.default))
+        config._resolve_embedding_size()
         config.validate(source)
         return config
 
@@ -186,7 +268,10 @@ class BertConfig:
 
     def to_hf_dict(self) -> dict:
         """The Hugging Face `config.json` contents for a `BertModel` (`RobertaModel`, `XLMRobertaModel`,
-        `DistilBertModel`) with this config."""
+        `DistilBertModel`, `AlbertModel`) with this config."""
+        if self.is_albert:
+            return {"architectures": ["AlbertModel"], **self.to_dict(), "bos_token_id": 2, "eos_token_id": 3,
+                    "position_embedding_type": "absolute", "tie_word_embeddings": True}
         if self.model_type == "distilbert":
             ours = self.to_dict()
             return {"architectures": ["DistilBertModel"], "model_type": "distilbert",

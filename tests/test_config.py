@@ -50,7 +50,7 @@ def test_invalid_file_names_the_file_and_field(tmp_path):
 
 @pytest.mark.parametrize("values,match", [
     ({"model_type": "gpt2"}, "model_type.*'gpt2'.*not supported"),
-    ({"model_type": "albert"}, "model_type.*'albert'.*not supported"),
+    ({"model_type": "electra"}, "model_type.*'electra'.*not supported"),
     ({"position_embedding_type": "relative_key"}, "position_embedding_type"),
 ])
 def test_non_bert_hugging_face_configs_are_rejected(tmp_path, values, match):

@@ -13,6 +13,11 @@ the encoder's, so every loader and writer goes through one table.
   `cls/predictions/*` / `cls/seq_relationship/*` (`run_pretraining.py`); the decoder weight is the encoder's word
   embedding matrix, which the encoder's specs already hold.
 
+ALBERT (`AlbertFor*`) has BERT's Google names and BERT's Hugging Face names for the classifier, token-classification,
+multiple-choice and question-answering heads; its pre-training heads are `predictions.dense`, `predictions.LayerNorm`
+(width E), `predictions.bias` (the decoder is the E-wide word embeddings) and `sop_classifier.classifier` (sentence
+order, on the pooled output).
+
 RoBERTa (`RobertaFor*`, also XLM-RoBERTa) and DistilBERT (`DistilBertFor*`) name their heads their own way
 (Hugging Face only): the classifier is `classifier.dense` + `classifier.out_proj` (RoBERTa) or `pre_classifier` +
 `classifier` (DistilBERT, also its multiple-choice head); the masked LM is `lm_head.dense`, `lm_head.layer_norm`,
@@ -31,6 +36,11 @@ from typing import List
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, hf_only, layer_norm_specs
 from official_bert.models import (BertClassifier, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
                                   BertTokenClassifier)
+
+# Hugging Face names of the masked-LM output bias, by family: transformers saves the first; older exports hold (also,
+# or only) the tied decoder bias.
+HF_MLM_BIAS_NAMES = {"bert": ("cls.predictions.bias", "cls.predictions.decoder.bias"),
+                     "albert": ("predictions.bias", "predictions.decoder.bias")}
 
 
 def head_specs(model) -> List[WeightSpec]:
@@ -58,22 +68,30 @@ def head_specs(model) -> List[WeightSpec]:
         return dense_specs(model.head, google_prefix="cls/squad", hf_prefix="qa_outputs",
                            google_kernel="output_weights", google_bias="output_bias", google_transposed=True)
     if isinstance(model, BertPretrainer):
-        if model_type != "bert" or model.next_sentence is None:  # no NSP head (RoBERTa's objective "mlm")
+        if model_type not in ("bert", "albert") or model.next_sentence is None:  # no NSP head (objective "mlm")
             return masked_lm_specs(model)
         return masked_lm_specs(model) + next_sentence_specs(model)
     raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
 
 
-def masked_lm_specs(pretrainer, hf_bias_name="cls.predictions.bias") -> List[WeightSpec]:
+def masked_lm_specs(pretrainer, hf_bias_name=None) -> List[WeightSpec]:
     """Weight specs of a `BertPretrainer`'s masked-LM head (transform and output bias).
 
     Args:
         pretrainer: a `BertPretrainer`.
-        hf_bias_name: the Hugging Face name of a BERT output bias (older exports: `cls.predictions.decoder.bias`);
-            RoBERTa's is `lm_head.bias`, DistilBERT's `vocab_projector.bias`.
+        hf_bias_name: the Hugging Face name of a BERT or ALBERT output bias, one of the family's
+            `HF_MLM_BIAS_NAMES` (None: the first); RoBERTa's is `lm_head.bias`, DistilBERT's `vocab_projector.bias`.
     """
     head = pretrainer.masked_lm
     config = pretrainer.encoder.config
+    if config.model_type in HF_MLM_BIAS_NAMES:
+        hf_bias_name = hf_bias_name or HF_MLM_BIAS_NAMES[config.model_type][0]
+    if config.is_albert:
+        return [
+            *dense_specs(head.dense, "cls/predictions/transform/dense", "predictions.dense"),
+            *layer_norm_specs(head.layer_norm, "cls/predictions/transform/LayerNorm", "predictions.LayerNorm"),
+            WeightSpec(head.output_bias, "cls/predictions/output_bias", hf_bias_name, (head.vocab_size,)),
+        ]
     if config.model_type != "bert":
         names = (("lm_head.dense", "lm_head.layer_norm", "lm_head.bias") if config.is_roberta else
                  ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"))
@@ -89,6 +107,8 @@ def masked_lm_specs(pretrainer, hf_bias_name="cls.predictions.bias") -> List[Wei
 
 def next_sentence_specs(pretrainer) -> List[WeightSpec]:
     """Weight specs of a `BertPretrainer`'s next-sentence head: Google `cls/seq_relationship/output_weights`
-    [2, hidden] / `output_bias`, HF `cls.seq_relationship.weight` / `.bias`."""
-    return dense_specs(pretrainer.next_sentence, "cls/seq_relationship", "cls.seq_relationship",
+    [2, hidden] / `output_bias`, HF `cls.seq_relationship.weight` / `.bias` (ALBERT's sentence-order head:
+    `sop_classifier.classifier.weight` / `.bias`)."""
+    hf_prefix = "sop_classifier.classifier" if pretrainer.encoder.config.is_albert else "cls.seq_relationship"
+    return dense_specs(pretrainer.next_sentence, "cls/seq_relationship", hf_prefix,
                        google_kernel="output_weights", google_bias="output_bias", google_transposed=True)

@@ -1,7 +1,8 @@
 """Loads BERT-family weights into our models from Hugging Face or Google checkpoints, and writes Hugging Face ones.
 
-Hugging Face directories of BERT, RoBERTa, XLM-RoBERTa and DistilBERT (`config.json`'s `model_type`) load; the
-encoder of a task model sits under the family's prefix (`bert.`, `roberta.`, `distilbert.`).
+Hugging Face directories of BERT, RoBERTa, XLM-RoBERTa, DistilBERT and ALBERT (`config.json`'s `model_type`) load;
+the encoder of a task model sits under the family's prefix (`bert.`, `roberta.`, `distilbert.`, `albert.`). Google
+TF1 checkpoints of BERT (`bert_config.json`) and ALBERT (`albert_config.json`) load too.
 """
 
 import json
@@ -21,11 +22,12 @@ logger = logging.getLogger(__name__)
 # `hf_encoder_roots`) means the config and checkpoint disagree (e.g. more layers), which is an error rather than a
 # head we may leave unused.
 _GOOGLE_ENCODER_PREFIXES = ("bert/",)
+_GOOGLE_CONFIGS = "bert_config.json or albert_config.json"
 
 
 def hf_encoder_prefix(reader: CheckpointReader, model_type: str = "bert") -> str:
-    """The family's prefix ("bert.", "roberta.", "distilbert.") when a Hugging Face checkpoint holds a task model
-    (`BertFor...`, `RobertaFor...`), else ""."""
+    """The family's prefix ("bert.", "roberta.", "distilbert.", "albert.") when a Hugging Face checkpoint holds a task
+    model (`BertFor...`, `RobertaFor...`, `AlbertFor...`), else ""."""
     prefix = HF_BASE_PREFIX[model_type]
     return prefix if f"{prefix}embeddings.word_embeddings.weight" in reader else ""
 
@@ -88,7 +90,7 @@ def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: st
 def load_config(reader: CheckpointReader) -> BertConfig:
     if reader.config_path is None or not os.path.isfile(reader.config_path):
         raise FileNotFoundError(f"{reader.path}: no config file beside the checkpoint "
-                                f"(expected {'config.json' if reader.format == 'hf' else 'bert_config.json'})")
+                                f"(expected {'config.json' if reader.format == 'hf' else _GOOGLE_CONFIGS})")
     return BertConfig.from_json_file(reader.config_path)
 
 
@@ -97,8 +99,9 @@ def load_encoder(path, config: BertConfig = None):
 
     Args:
         path: a Hugging Face directory (`config.json` + `model.safetensors`) of a `BertModel`, `RobertaModel`,
-            `XLMRobertaModel` or `DistilBertModel` (or a task model of theirs), a Google directory
-            (`bert_config.json` + `bert_model.ckpt.*`) or a Google checkpoint prefix.
+            `XLMRobertaModel`, `DistilBertModel` or `AlbertModel` (or a task model of theirs), a Google directory
+            (`bert_config.json` + `bert_model.ckpt.*`; ALBERT's `albert_config.json` + `model.ckpt-best.*`) or a
+            Google checkpoint prefix.
         config: overrides the config file found beside the checkpoint.
     Returns: `(encoder, config)`. A RoBERTa checkpoint without the pooler (transformers saves its task models
         without one) loads, and the pooler keeps its initialisation.
@@ -157,7 +160,7 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
 
 
 def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):
-    """Writes a Hugging Face `BertModel` (`RobertaModel`, `XLMRobertaModel`, `DistilBertModel`) directory
+    """Writes a Hugging Face `BertModel` (`RobertaModel`, `XLMRobertaModel`, `DistilBertModel`, `AlbertModel`) directory
     (`config.json` + `model.safetensors`) for PyTorch users.
 
     Args:

@@ -3,22 +3,19 @@ writes Hugging Face `BertForPreTraining` directories."""
 
 import logging
 
-from official_bert.checkpoints.heads import head_specs, masked_lm_specs, next_sentence_specs
+from official_bert.checkpoints.heads import HF_MLM_BIAS_NAMES, head_specs, masked_lm_specs, next_sentence_specs
 from official_bert.checkpoints.loading import load_task_weights, restore, write_hf_directory
 from official_bert.checkpoints.readers import open_checkpoint
 from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, encoder_specs
 
 logger = logging.getLogger(__name__)
 
-# Hugging Face names of the masked-LM output bias: transformers saves `cls.predictions.bias`; older exports
-# hold (also, or only) the tied `cls.predictions.decoder.bias`.
-_HF_MLM_BIAS_NAMES = ("cls.predictions.bias", "cls.predictions.decoder.bias")
-
 # The transformers class `save_pretrainer` writes, by family: BERT's with both heads, or a masked LM (every family
 # but BERT, and BERT pre-trained with the "mlm" objective, which has no NSP head).
 _HF_PRETRAINER_CLASSES = {"bert": "BertForPreTraining", "roberta": "RobertaForMaskedLM",
-                          "xlm-roberta": "XLMRobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM"}
-_HF_MASKED_LM_CLASSES = {**_HF_PRETRAINER_CLASSES, "bert": "BertForMaskedLM"}
+                          "xlm-roberta": "XLMRobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
+                          "albert": "AlbertForPreTraining"}
+_HF_MASKED_LM_CLASSES = {**_HF_PRETRAINER_CLASSES, "bert": "BertForMaskedLM", "albert": "AlbertForMaskedLM"}
 
 
 def load_pretrainer_weights(pretrainer, path):
@@ -36,9 +33,10 @@ def load_pretrainer_weights(pretrainer, path):
     Returns: dict `{"masked_lm": loaded?, "next_sentence": loaded?}`.
     """
     reader = open_checkpoint(path)
-    bias_name = _HF_MLM_BIAS_NAMES[0]
+    bias_names = HF_MLM_BIAS_NAMES.get(pretrainer.encoder.config.model_type, (None,))
+    bias_name = bias_names[0]
     if reader.format == "hf":
-        bias_name = next((name for name in _HF_MLM_BIAS_NAMES if name in reader), bias_name)
+        bias_name = next((name for name in bias_names if name in reader), bias_name)
     nsp_specs = next_sentence_specs(pretrainer) if pretrainer.next_sentence is not None else []
     has_nsp = bool(nsp_specs) and all(spec.name(reader.format) in reader for spec in nsp_specs)
     # Without the NSP head the pooler (its only user) may be missing too, as in HF's BertForMaskedLM.
@@ -56,8 +54,9 @@ def load_pretrainer_weights(pretrainer, path):
 def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
     """Writes a Hugging Face `BertForPreTraining` directory (`config.json` + `model.safetensors`, encoder weights
     under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load; for RoBERTa and
-    DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only), and for a
-    BERT pre-trainer without a sentence head (objective "mlm") a `BertForMaskedLM`.
+    DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only), for ALBERT
+    an `AlbertForPreTraining` (encoder under `albert.`, heads `predictions.*`, `sop_classifier.*`), and for a
+    BERT or ALBERT pre-trainer without a sentence head (objective "mlm") a `BertForMaskedLM` / `AlbertForMaskedLM`.
 
     Args:
         pretrainer: a `BertPretrainer`.

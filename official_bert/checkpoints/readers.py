@@ -15,6 +15,9 @@ import numpy as np
 _SKIPPED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
 _SKIPPED_NAMES = ("global_step", "embeddings.position_ids", "bert.embeddings.position_ids")
 
+# The config files Google's releases put beside a checkpoint (BERT's, ALBERT's).
+GOOGLE_CONFIG_FILES = ("bert_config.json", "albert_config.json")
+
 
 def is_skipped(name: str) -> bool:
     """True for optimizer slots, `global_step` and buffers that are not model weights."""
@@ -27,7 +30,7 @@ class CheckpointReader:
     Attributes:
         format: "hf" or "google".
         path: the checkpoint (a safetensors file or index, or a TF checkpoint prefix).
-        config_path: the `config.json` / `bert_config.json` beside it, or None.
+        config_path: the `config.json` / `bert_config.json` (ALBERT's: `albert_config.json`) beside it, or None.
     """
 
     def __init__(self, fmt: str, path: str, config_path, tensors: Dict[str, callable]):
@@ -151,12 +154,21 @@ def _find_google_prefix(directory: str):
     return indexes[0][: -len(".index")] if indexes else None
 
 
+def _google_config(directory: str):
+    """The config beside a Google checkpoint: `bert_config.json`, else ALBERT's `albert_config.json`, else None."""
+    for name in GOOGLE_CONFIG_FILES:
+        config = os.path.join(directory, name)
+        if os.path.isfile(config):
+            return config
+    return None
+
+
 def open_checkpoint(path: str) -> CheckpointReader:
     """Opens a Hugging Face or Google BERT checkpoint.
 
     Args:
         path: a Hugging Face directory (`config.json` + `model.safetensors` or a sharded index), a Google
-            directory (`bert_config.json` + `bert_model.ckpt.*`), or a Google checkpoint prefix
+            directory (`bert_config.json` or ALBERT's `albert_config.json` + `*.ckpt*`), or a Google checkpoint prefix
             (`.../bert_model.ckpt`).
     """
     path = os.fspath(path)
@@ -166,8 +178,7 @@ def open_checkpoint(path: str) -> CheckpointReader:
             return _open_hf(path)
         prefix = _find_google_prefix(path)
         if prefix:
-            config = os.path.join(path, "bert_config.json")
-            return _open_google(prefix, config if os.path.isfile(config) else None)
+            return _open_google(prefix, _google_config(path))
         if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
             raise ValueError(
                 f"{path}: only pytorch_model.bin found; official_bert reads safetensors without torch. Convert it "
@@ -176,6 +187,5 @@ def open_checkpoint(path: str) -> CheckpointReader:
             f"{path}: no BERT checkpoint found (expected model.safetensors + config.json, or bert_model.ckpt.index + "
             "bert_config.json)")
     if os.path.isfile(path + ".index"):
-        config = os.path.join(os.path.dirname(path), "bert_config.json")
-        return _open_google(path, config if os.path.isfile(config) else None)
+        return _open_google(path, _google_config(os.path.dirname(path)))
     raise FileNotFoundError(f"{path}: not a checkpoint directory or TF checkpoint prefix")

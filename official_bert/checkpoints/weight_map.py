@@ -97,7 +97,8 @@ def layer_norm_specs(layer, google_prefix, hf_prefix) -> List[WeightSpec]:
 
 # Where a task model holds its encoder in a Hugging Face checkpoint (`BertForSequenceClassification.bert`, ...),
 # and the first names of the encoder's own weights, by family (`BertConfig.model_type`).
-HF_BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert."}
+HF_BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert.",
+                  "albert": "albert."}
 HF_ENCODER_ROOTS = {"bert": ("embeddings.", "encoder.", "pooler."), "distilbert": ("embeddings.", "transformer.")}
 
 
@@ -127,6 +128,40 @@ def _distilbert_specs(encoder) -> List[WeightSpec]:
     return hf_only(specs)
 
 
+def _albert_specs(encoder) -> List[WeightSpec]:
+    """ALBERT's names: Google's original TF checkpoints (`bert/encoder/transformer/group_0/inner_group_0/...`, as
+    transformers' `load_tf_weights_in_albert` maps them) and transformers' `AlbertModel`
+    (`encoder.albert_layer_groups.0.albert_layers.0...`). Each shared block is named once; the pooler comes last."""
+    emb = encoder.embeddings
+    specs = [
+        WeightSpec(emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",
+                   tuple(emb.word_embeddings.shape)),
+        WeightSpec(emb.position_embeddings, "bert/embeddings/position_embeddings",
+                   "embeddings.position_embeddings.weight", tuple(emb.position_embeddings.shape)),
+        WeightSpec(emb.token_type_embeddings, "bert/embeddings/token_type_embeddings",
+                   "embeddings.token_type_embeddings.weight", tuple(emb.token_type_embeddings.shape)),
+        *layer_norm_specs(emb.layer_norm, "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
+        *dense_specs(encoder.embedding_projection, "bert/encoder/embedding_hidden_mapping_in",
+                     "encoder.embedding_hidden_mapping_in"),
+    ]
+    inner_group_num = encoder.config.inner_group_num
+    for i, block in enumerate(encoder.transformer_layers):
+        group, inner = divmod(i, inner_group_num)
+        google = f"bert/encoder/transformer/group_{group}/inner_group_{inner}"
+        hf = f"encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+        attention = block.attention
+        for name in ("query", "key", "value"):
+            specs += dense_specs(getattr(attention, name), f"{google}/attention_1/self/{name}",
+                                 f"{hf}.attention.{name}")
+        specs += dense_specs(attention.output_dense, f"{google}/attention_1/output/dense", f"{hf}.attention.dense")
+        specs += layer_norm_specs(block.attention_layer_norm, f"{google}/LayerNorm", f"{hf}.attention.LayerNorm")
+        specs += dense_specs(block.intermediate, f"{google}/ffn_1/intermediate/dense", f"{hf}.ffn")
+        specs += dense_specs(block.output_dense, f"{google}/ffn_1/intermediate/output/dense", f"{hf}.ffn_output")
+        specs += layer_norm_specs(block.output_layer_norm, f"{google}/LayerNorm_1", f"{hf}.full_layer_layer_norm")
+    specs += dense_specs(encoder.pooler, "bert/pooler/dense", "pooler")
+    return specs
+
+
 def hf_only(specs: List[WeightSpec]) -> List[WeightSpec]:
     """`specs` without Google names: weights of families that Google's TF1 checkpoints never held."""
     return [dataclasses.replace(spec, google_name=None) for spec in specs]
@@ -134,10 +169,12 @@ def hf_only(specs: List[WeightSpec]) -> List[WeightSpec]:
 
 def encoder_specs(encoder) -> List[WeightSpec]:
     """Specs of every variable of a `BertEncoder`, in Google's and Hugging Face `BertModel` naming (RoBERTa's
-    encoder has BERT's Hugging Face names; DistilBERT's its own, see `_distilbert_specs`). The pooler's two specs,
-    when the encoder has one, come last."""
+    encoder has BERT's Hugging Face names; DistilBERT's and ALBERT's their own, see `_distilbert_specs` and
+    `_albert_specs`). The pooler's two specs, when the encoder has one, come last."""
     if encoder.config.model_type == "distilbert":
         return _distilbert_specs(encoder)
+    if encoder.config.is_albert:
+        return _albert_specs(encoder)
     emb = encoder.embeddings
     specs = [
         WeightSpec(emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",

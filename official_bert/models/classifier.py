@@ -21,7 +21,8 @@ class BertClassifier(SequenceOutputModel):
     Args:
         encoder: a `BertEncoder`.
         num_classes: number of labels; 1 for regression.
-        dropout_rate: dropout before the dense layer (default: the encoder's `hidden_dropout_prob`).
+        dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
+            `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
 
     Examples:
     ```python
@@ -35,7 +36,7 @@ class BertClassifier(SequenceOutputModel):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
-        dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
+        dropout_rate = config.head_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         outputs = encoder(inputs)
         def init():  # one initializer per layer: an unseeded Keras initializer repeats its values

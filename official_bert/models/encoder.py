@@ -1,5 +1,5 @@
-"""BertEncoder: the BERT backbone (and RoBERTa's, DistilBERT's: options of the same layers) as a functional Keras 3
-model."""
+"""BertEncoder: the BERT backbone (and RoBERTa's, DistilBERT's, ALBERT's: options of the same layers) as a functional
+Keras 3 model."""
 
 import keras
 
@@ -15,12 +15,16 @@ class BertEncoder(keras.Model):
 
     The config's `model_type` picks the family: RoBERTa / XLM-RoBERTa count position ids past `pad_token_id`
     and have one token type; DistilBERT has no token types (`input_type_ids` is accepted and unused) and no
-    pooler: its `pooled_output` is the first token's `sequence_output`, unpooled.
+    pooler: its `pooled_output` is the first token's `sequence_output`, unpooled. ALBERT's embeddings have width
+    `embedding_size` and a dense layer (`embedding_projection`, transformers' `embedding_hidden_mapping_in`) maps them
+    to `hidden_size`; its `num_hidden_groups * inner_group_num` blocks are shared: layer i runs the
+    `inner_group_num` blocks of group `config.layer_group(i)` (`transformer_layers` holds each block once, group by
+    group).
 
     Inputs (the TF-Hub BERT contract): a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`,
     each (batch, seq) with seq <= `max_position_embeddings`.
     Outputs: a dict with `sequence_output` (batch, seq, hidden), `pooled_output` (batch, hidden) and
-    `encoder_outputs`, the list of every block's (batch, seq, hidden) output.
+    `encoder_outputs`, the list of every layer's (batch, seq, hidden) output (`num_hidden_layers` of them).
 
     Args:
         config: a `BertConfig` (or its dict).
@@ -38,7 +42,7 @@ class BertEncoder(keras.Model):
             config = BertConfig.from_dict(config)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS}
         embeddings = BertEmbeddings(
-            vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+            vocab_size=config.vocab_size, hidden_size=config.embedding_width,
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
             layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
             initializer_range=config.initializer_range, padding_id=config.pad_token_id,
@@ -50,19 +54,29 @@ class BertEncoder(keras.Model):
                 hidden_dropout_prob=config.hidden_dropout_prob,
                 attention_probs_dropout_prob=config.attention_probs_dropout_prob,
                 layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-                name=f"transformer_layer_{i}")
-            for i in range(config.num_hidden_layers)
+                name=_block_name(config, i))
+            for i in range(_num_blocks(config))
         ]
+        projection = None
+        if config.is_albert:
+            projection = keras.layers.Dense(
+                config.hidden_size, kernel_initializer=keras.initializers.TruncatedNormal(
+                    stddev=config.initializer_range), name="embedding_projection")
         pooler = None
         if config.has_pooler:
             pooler = keras.layers.Dense(
                 config.hidden_size, activation="tanh",
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
 
-        hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, hidden)
+        hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, embedding)
+        if projection is not None:
+            hidden_states = projection(hidden_states)  # (batch, seq, hidden)
         encoder_outputs = []
-        for block in blocks:
-            hidden_states = block(hidden_states, inputs["input_mask"])
+        per_layer = config.inner_group_num if config.is_albert else 1
+        for i in range(config.num_hidden_layers):
+            group = config.layer_group(i)
+            for block in blocks[group * per_layer:(group + 1) * per_layer]:  # one block, or ALBERT's shared group
+                hidden_states = block(hidden_states, inputs["input_mask"])
             encoder_outputs.append(hidden_states)
         first_token = hidden_states[:, 0, :]  # (batch, hidden)
         pooled_output = pooler(first_token) if pooler is not None else first_token  # (batch, hidden)
@@ -73,6 +87,7 @@ class BertEncoder(keras.Model):
         self.config = config
         self.embeddings = embeddings
         self.transformer_layers = blocks
+        self.embedding_projection = projection  # ALBERT's E -> H dense layer; None elsewhere
         self.pooler = pooler
 
     def get_config(self):
@@ -81,3 +96,15 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _num_blocks(config) -> int:
+    """Distinct transformer blocks: one per layer, or ALBERT's `num_hidden_groups * inner_group_num` shared ones."""
+    return config.num_hidden_groups * config.inner_group_num if config.is_albert else config.num_hidden_layers
+
+
+def _block_name(config, index) -> str:
+    if config.is_albert:
+        group, inner = divmod(index, config.inner_group_num)
+        return f"transformer_group_{group}_inner_{inner}"
+    return f"transformer_layer_{index}"

@@ -68,7 +68,7 @@ class BertPretrainer(keras.Model):
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in PRETRAINER_INPUTS}
         outputs = encoder({name: inputs[name] for name in encoder.input})
         masked_lm = MaskedLMHead(encoder.embeddings, config.hidden_act, config.layer_norm_eps,
-                                 config.initializer_range, name="masked_lm")
+                                 config.initializer_range, input_size=config.hidden_size, name="masked_lm")
         mlm_logits = masked_lm(outputs["sequence_output"], inputs["masked_lm_positions"])  # (batch, preds, vocab)
         model_outputs = {"mlm_logits": mlm_logits}
         next_sentence = None
@@ -76,7 +76,10 @@ class BertPretrainer(keras.Model):
             next_sentence = keras.layers.Dense(
                 2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
                 dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
-            model_outputs["nsp_logits"] = next_sentence(outputs["pooled_output"])  # (batch, 2)
+            pooled = outputs["pooled_output"]  # (batch, hidden)
+            if config.is_albert:  # transformers' AlbertSOPHead: dropout, then the classifier
+                pooled = keras.layers.Dropout(config.head_dropout_prob, name="sentence_order_dropout")(pooled)
+            model_outputs["nsp_logits"] = next_sentence(pooled)  # (batch, 2)
         super().__init__(inputs=inputs, outputs=model_outputs, **kwargs)
         self.encoder = encoder
         self.objective = objective

@@ -22,7 +22,8 @@ class BertTokenClassifier(SequenceOutputModel):
     Args:
         encoder: a `BertEncoder`.
         num_labels: number of tags.
-        dropout_rate: dropout before the dense layer (default: the encoder's `hidden_dropout_prob`).
+        dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
+            `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
 
     Examples:
     ```python
@@ -36,7 +37,7 @@ class BertTokenClassifier(SequenceOutputModel):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
-        dropout_rate = config.hidden_dropout_prob if dropout_rate is None else dropout_rate
+        dropout_rate = config.head_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")

@@ -3,7 +3,8 @@
 `load_preprocessor(directory, seq_length)` reads a checkpoint directory (Hugging Face or Google) or a model_dir of
 ours, finds the family (`config.json`'s `model_type`) and its tokenizer files, and returns a `Preprocessor`:
 BERT and DistilBERT get WordPiece (`vocab.txt` or `tokenizer.json`) and `[CLS] A [SEP] B [SEP]`; RoBERTa gets its
-byte-level BPE (`vocab.json` + `merges.txt`) and `<s> A </s></s> B </s>` with one token type.
+byte-level BPE (`vocab.json` + `merges.txt`) and `<s> A </s></s> B </s>` with one token type; ALBERT gets its
+SentencePiece model (`spiece.model`) and `[CLS] A [SEP] B [SEP]`.
 """
 
 import dataclasses
@@ -23,6 +24,7 @@ from official_bert.text.vocab_files import find_vocab, write_vocab_file
 logger = logging.getLogger(__name__)
 
 BPE_FILES = ("vocab.json", "merges.txt")
+SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
 
 
 class Preprocessor(keras.layers.Layer):
@@ -109,9 +111,46 @@ class BpeVocab:
         return max(read_vocab_json(self.vocab_file).values()) + 1
 
 
+@dataclasses.dataclass
+class SentencepieceVocab:
+    """ALBERT's tokenizer file, where a WordPiece model has its list of tokens (`vocab.txt`).
+
+    Attributes:
+        model_file: `spiece.model`.
+    """
+    model_file: str
+
+    @classmethod
+    def find(cls, directory) -> "SentencepieceVocab":
+        """The `spiece.model` of a checkpoint directory or model_dir; raises naming the directory if there is none."""
+        files = tokenizer_directory(os.fspath(directory))
+        path = os.path.join(files, SENTENCEPIECE_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{files}: an ALBERT checkpoint needs its SentencePiece model; missing "
+                                    f"{SENTENCEPIECE_FILE}")
+        return cls(path)
+
+    def __len__(self):  # the vocab size, as `len(tokens)` of a WordPiece vocab
+        from official_bert.text.sentencepiece_model import SentencepieceModel
+
+        with open(self.model_file, "rb") as f:
+            return len(SentencepieceModel(f.read(), self.model_file).pieces)
+
+
+def is_sentencepiece_model_file(vocab_file) -> bool:
+    """An ALBERT `spiece.model` (or any `*.model`) rather than a WordPiece `vocab.txt`."""
+    return str(vocab_file).endswith(".model")
+
+
 def write_tokenizer_files(tokens, directory) -> str:
-    """Writes a model's tokenizer files into `directory`: `vocab.txt` from a list of tokens, or a `BpeVocab`'s
-    `vocab.json` + `merges.txt`. Returns the path that `tokenizer_from_files` reads (`vocab.txt` / `vocab.json`)."""
+    """Writes a model's tokenizer files into `directory`: `vocab.txt` from a list of tokens, a `BpeVocab`'s
+    `vocab.json` + `merges.txt`, or a `SentencepieceVocab`'s `spiece.model`. Returns the path that
+    `tokenizer_from_files` reads (`vocab.txt` / `vocab.json` / `spiece.model`)."""
+    if isinstance(tokens, SentencepieceVocab):
+        target = os.path.join(directory, SENTENCEPIECE_FILE)
+        if os.path.abspath(tokens.model_file) != os.path.abspath(target):
+            shutil.copyfile(tokens.model_file, target)
+        return target
     if isinstance(tokens, BpeVocab):
         for source, name in zip((tokens.vocab_file, tokens.merges_file), BPE_FILES):
             target = os.path.join(directory, name)
@@ -130,7 +169,12 @@ def is_bpe_vocab_file(vocab_file) -> bool:
 
 def tokenizer_from_files(vocab_file, lower_case):
     """The tokenizer of a model's vocab file: a `BytePairTokenizer` for `vocab.json` (with the `merges.txt`
-    beside it; casing does not apply), else a `BertTokenizer`."""
+    beside it; casing does not apply), a `SentencepieceTokenizer` for ALBERT's `spiece.model`, else a
+    `BertTokenizer`."""
+    if is_sentencepiece_model_file(vocab_file):
+        from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
+
+        return SentencepieceTokenizer(model_file=vocab_file, lower_case=lower_case)
     if is_bpe_vocab_file(vocab_file):
         return BytePairTokenizer(vocab_file, os.path.join(os.path.dirname(vocab_file), BPE_FILES[1]))
     return BertTokenizer(vocab_file=vocab_file, lower_case=lower_case)
@@ -138,16 +182,19 @@ def tokenizer_from_files(vocab_file, lower_case):
 
 def text_preprocessor(vocab_file, lower_case, seq_length):
     """The preprocessor of a model's vocab file: `TextPreprocessor` for WordPiece, `Preprocessor` with RoBERTa's
-    packing for byte-level BPE (the same `tokenize` / `pack_tokens` / `pack` methods)."""
+    packing for byte-level BPE, or with BERT's packing for ALBERT's `spiece.model` (the same `tokenize` /
+    `pack_tokens` / `pack` methods)."""
+    if is_sentencepiece_model_file(vocab_file):
+        return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout="bert")
     if is_bpe_vocab_file(vocab_file):
         return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout="roberta")
     return TextPreprocessor(vocab_file, lower_case, seq_length)
 
 
 def model_type_of(directory) -> str:
-    """The family of a checkpoint directory or model_dir: `model_type` of its `config.json` (Hugging Face) or
-    `bert_config.json` (Google's, ours); "bert" when it has neither."""
-    for name in ("config.json", "bert_config.json"):
+    """The family of a checkpoint directory or model_dir: `model_type` of its `config.json` (Hugging Face),
+    `bert_config.json` (Google's, ours) or `albert_config.json` (Google's ALBERT); "bert" when it has none."""
+    for name in ("config.json", "bert_config.json", "albert_config.json"):
         path = os.path.join(directory, name)
         if os.path.isfile(path):
             return BertConfig.from_json_file(path).model_type
@@ -157,7 +204,8 @@ def model_type_of(directory) -> str:
 def tokenizer_directory(directory) -> str:
     """Where a directory's tokenizer files are: a model_dir of ours keeps them in its `encoder/`."""
     encoder = os.path.join(directory, "encoder")
-    if not any(os.path.isfile(os.path.join(directory, f)) for f in ("vocab.txt", "tokenizer.json", *BPE_FILES)) \
+    if not any(os.path.isfile(os.path.join(directory, f))
+               for f in ("vocab.txt", "tokenizer.json", *BPE_FILES, SENTENCEPIECE_FILE)) \
             and os.path.isdir(encoder):
         return encoder
     return directory
@@ -169,7 +217,8 @@ def load_tokenizer(directory, model_type=None):
     Args:
         directory: a Hugging Face or Google checkpoint directory, or a model_dir of ours.
         model_type: the family; None: read from the directory's config.
-    Returns: `(tokenizer, layout)`: a `BytePairTokenizer` and "roberta", or a `BertTokenizer` and "bert".
+    Returns: `(tokenizer, layout)`: a `BytePairTokenizer` and "roberta", a `SentencepieceTokenizer` (ALBERT) and
+        "bert", or a `BertTokenizer` and "bert".
     Raises:
         FileNotFoundError / ValueError: naming the directory and the files the family needs.
     """
@@ -181,6 +230,10 @@ def load_tokenizer(directory, model_type=None):
     if model_type == "xlm-roberta":
         raise ValueError(f"{directory}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
                          "in-graph preprocessor here yet; RoBERTa (vocab.json + merges.txt), BERT and DistilBERT do")
+    if model_type == "albert":
+        from official_bert.text.sentencepiece_tokenizer import load_sentencepiece_tokenizer
+
+        return load_sentencepiece_tokenizer(files), "bert"
     if model_type == "roberta":
         vocab = BpeVocab.find(files)
         return BytePairTokenizer(vocab.vocab_file, vocab.merges_file), "roberta"
@@ -196,7 +249,8 @@ def load_preprocessor(directory, seq_length) -> Preprocessor:
 
     Args:
         directory: a Hugging Face directory (`config.json` and the family's tokenizer files: `vocab.txt` or
-            `tokenizer.json` for BERT and DistilBERT, `vocab.json` + `merges.txt` for RoBERTa), a Google BERT
+            `tokenizer.json` for BERT and DistilBERT, `vocab.json` + `merges.txt` for RoBERTa, `spiece.model` (and
+            `tokenizer_config.json`, if any) for ALBERT), a Google BERT
             directory (`bert_config.json` + `vocab.txt`), or a model_dir of ours.
         seq_length: the packed length.
 
