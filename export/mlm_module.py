@@ -11,15 +11,21 @@ masks there get no prediction and `truncated` says so.
 Each mask is scored by `BertPretrainer`'s masked-LM head (the transform + the tied word-embedding decoder),
 and the k highest logits are reported with their softmax probabilities over the whole vocab (ties go to the
 lower id, as a stable sort). Every signature, `serve_tokens` included, converts to TFLite as it is.
+
+RoBERTa (byte-level BPE): `MaskedBpePreprocessor` finds the `<mask>` marker as `RobertaTokenizerFast` does (a
+special token kept whole, which takes the whitespace before it: "is <mask>." -> `Ġis <mask> .`) and packs
+`<s> pieces </s>`; its graph needs the BPE's string ops, so that export has no TFLite form.
 """
 
 import tensorflow as tf
 
 from export.serving_module import ServingModule
 from official_bert.text import TextPreprocessor
+from official_bert.text.preprocessing import Preprocessor
 from official_bert.text.ragged_ops import row_ids
 
 MASK_MARKER = "[MASK]"
+BPE_MASK_MARKER = "<mask>"
 DEFAULT_TOP_K = 5
 
 
@@ -32,6 +38,8 @@ class MaskedTextPreprocessor(TextPreprocessor):
         seq_length: the packed length, [CLS] and [SEP] included.
         name: module name.
     """
+
+    marker = MASK_MARKER
 
     def __init__(self, vocab_file, lower_case, seq_length, name=None):
         super().__init__(vocab_file, lower_case, seq_length, name=name)
@@ -78,6 +86,49 @@ class MaskedTextPreprocessor(TextPreprocessor):
                 tf.RaggedTensor.from_row_splits(tf.gather(ends_values, kept), kept_splits, validate=False))
 
 
+class MaskedBpePreprocessor(Preprocessor):
+    """RoBERTa's `Preprocessor` (`<s> pieces </s>`) that turns every `<mask>` of the text into the `<mask>` id.
+
+    As `RobertaTokenizerFast` treats its added `<mask>` token: the text is cut at each marker and each part is
+    tokenized on its own (so "<mask>." gives `<mask>` then "."; "<mask> ." gives `<mask>` then "Ġ."). The space
+    before a marker stays a "Ġ" piece, as transformers 5 does for a tokenizer built from vocab.json + merges.txt;
+    with `lstrip=True` the marker takes the whitespace before it, as roberta-base's tokenizer.json declares
+    (`"lstrip": true`) and transformers 4's `RobertaTokenizerFast` did.
+
+    Args:
+        tokenizer: a `BytePairTokenizer` whose vocab holds `<mask>`.
+        seq_length: the packed length, <s> and </s> included.
+        source: the vocab file, named in errors.
+        lstrip: the marker absorbs the whitespace before it.
+    """
+
+    marker = BPE_MASK_MARKER
+
+    def __init__(self, tokenizer, seq_length, source="vocab.json", lstrip=False, **kwargs):
+        super().__init__(tokenizer, seq_length, layout="roberta", **kwargs)
+        self.lstrip = bool(lstrip)
+        if "mask_id" not in self.special_tokens:
+            raise ValueError(f"{source} has no {BPE_MASK_MARKER} token: it cannot be a masked-LM vocab")
+        self.mask_id = int(self.special_tokens["mask_id"])
+
+    def tokenize(self, text, with_offsets=False):
+        """Ids [batch, (pieces)] with one `<mask>` id per marker (no offsets: the masked-LM export needs none)."""
+        if with_offsets:
+            raise ValueError("MaskedBpePreprocessor.tokenize gives no offsets")
+        parts = tf.strings.split(text, sep=BPE_MASK_MARKER)  # [batch, (parts)]: a row has markers + 1 parts
+        index = tf.range(tf.size(parts.flat_values, out_type=tf.int64))  # (parts,)
+        is_last = tf.equal(index + 1, tf.gather(parts.row_splits[1:], parts.value_rowids()))  # last of its row
+        flat = parts.flat_values
+        if self.lstrip:  # the marker takes the whitespace before it
+            flat = tf.where(is_last, flat, tf.strings.regex_replace(flat, r"[\s\p{Z}]+$", ""))
+        pieces = self.tokenizer(flat)  # [parts, (pieces)]
+        masks = tf.RaggedTensor.from_row_lengths(  # [parts, (0 or 1)]: a <mask> after every part but the last
+            tf.fill([tf.reduce_sum(1 - tf.cast(is_last, tf.int64))], tf.constant(self.mask_id, pieces.dtype)),
+            1 - tf.cast(is_last, tf.int64))
+        joined = tf.concat([pieces, masks], axis=1)  # [parts, (pieces)]
+        return tf.RaggedTensor.from_row_splits(joined, parts.row_splits).merge_dims(1, 2)  # [batch, (pieces)]
+
+
 class MaskedLMModule(ServingModule):
     """Serves the masked-LM head of a `BertPretrainer` trained by `tasks.run_pretraining` (see the module notes).
 
@@ -95,7 +146,7 @@ class MaskedLMModule(ServingModule):
     """
 
     def __init__(self, model, preprocessor, top_k, assets):
-        vocab = preprocessor.tokenizer.get_vocab()
+        vocab = [token or "" for token in preprocessor.tokenizer.get_vocab()]  # a BPE vocab may skip ids
         if not 1 <= top_k <= len(vocab):
             raise ValueError(f"top_k must be between 1 and the vocab size {len(vocab)}, got {top_k}")
         if model.masked_lm.vocab_size != len(vocab):
@@ -107,8 +158,9 @@ class MaskedLMModule(ServingModule):
         self._vocab = tuple(vocab) + ("",)  # index -1 (padding) reads the last entry
 
     def warmup_texts(self):
-        return {"text": ["Peter Blackburn flew to [MASK] on Monday to meet the European Commission.",
-                         "It's a [MASK] and often affecting [MASK]."]}
+        marker = self.preprocessor.marker
+        return {"text": [f"Peter Blackburn flew to {marker} on Monday to meet the European Commission.",
+                         f"It's a {marker} and often affecting {marker}."]}
 
     def masked_lm_logits(self, inputs, positions):
         """`BertPretrainer`'s masked-LM logits at `positions`, from its encoder and `MaskedLMHead` layers.

@@ -38,7 +38,9 @@ def _read_json(path):
 
 
 def _tokenizer_assets(vocab_file):
-    """The export's tokenizer files: `vocab.txt`, or RoBERTa's `vocab.json` + `merges.txt`."""
+    """The export's tokenizer files: `vocab.txt`, RoBERTa's `vocab.json` + `merges.txt`, or ALBERT's `spiece.model`."""
+    if vocab_file.endswith(".model"):
+        return {"spiece.model": vocab_file}
     if not vocab_file.endswith(".json"):
         return {"vocab.txt": vocab_file}
     return {"vocab.json": vocab_file, "merges.txt": os.path.join(os.path.dirname(vocab_file), "merges.txt")}
@@ -70,13 +72,15 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     seq_length = max_seq_length or loaded.max_seq_length
     _check_seq_length(seq_length, loaded.config, model_dir)
     assets = _tokenizer_assets(loaded.vocab_file)
-    if loaded.kind == model_dirs.PRETRAINING and loaded.config.is_roberta:
-        raise ValueError(f"{model_dir}: the masked-LM export finds [MASK] markers with WordPiece; RoBERTa's "
-                         "byte-level BPE (<mask>) is not supported by it yet")
     if loaded.kind == model_dirs.PRETRAINING:
-        from export.mlm_module import DEFAULT_TOP_K, MaskedLMModule, MaskedTextPreprocessor
+        from export.mlm_module import DEFAULT_TOP_K, MaskedBpePreprocessor, MaskedLMModule, MaskedTextPreprocessor
+        from official_bert.text.preprocessing import is_bpe_vocab_file, tokenizer_from_files
 
-        preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
+        if is_bpe_vocab_file(loaded.vocab_file):  # RoBERTa: <mask> markers
+            preprocessor = MaskedBpePreprocessor(tokenizer_from_files(loaded.vocab_file, False), seq_length,
+                                                 source=loaded.vocab_file)
+        else:
+            preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
         return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
     preprocessor = text_preprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
     if loaded.kind == model_dirs.SQUAD:
@@ -118,15 +122,18 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
     from official_bert.text import TextPreprocessor
     from official_bert.checkpoints import load_encoder
     from official_bert.checkpoints.vocab import find_vocab
-    from official_bert.text.preprocessing import BpeVocab, text_preprocessor, write_tokenizer_files
+    from official_bert.text.preprocessing import BpeVocab, SentencepieceVocab, text_preprocessor, write_tokenizer_files
+    from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
 
     encoder, config = load_encoder(checkpoint_dir)
     _quantize(encoder, quantize)
-    if config.is_roberta:  # byte-level BPE: vocab.json + merges.txt
-        vocab_file = write_tokenizer_files(BpeVocab.find(checkpoint_dir), staging_dir)
+    if config.is_roberta or config.is_albert:  # byte-level BPE (vocab.json + merges.txt) or SentencePiece
+        vocab = BpeVocab.find(checkpoint_dir) if config.is_roberta else SentencepieceVocab.find(checkpoint_dir)
+        lower = config.is_albert and sentencepiece_lower_case(os.path.dirname(vocab.model_file))
+        vocab_file = write_tokenizer_files(vocab, staging_dir)
         seq_length = max_seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
         _check_seq_length(seq_length, config, checkpoint_dir)
-        return EncoderModule(encoder, text_preprocessor(vocab_file, False, seq_length), _tokenizer_assets(vocab_file))
+        return EncoderModule(encoder, text_preprocessor(vocab_file, lower, seq_length), _tokenizer_assets(vocab_file))
     tokens, lower, source = find_vocab(checkpoint_dir)
     if len(tokens) != config.vocab_size:
         raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")

@@ -25,6 +25,11 @@ _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": Fa
 MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert")
 ROBERTA_TYPES = ("roberta", "xlm-roberta")
 
+# The tokenizer a family reads (`BertConfig.tokenizer_kind`): WordPiece (BERT, DistilBERT), RoBERTa's byte-level BPE,
+# ALBERT's SentencePiece.
+WORDPIECE, BPE, SENTENCEPIECE = "wordpiece", "bpe", "sentencepiece"
+TOKENIZER_KINDS = (WORDPIECE, BPE, SENTENCEPIECE)
+
 # DistilBERT's `config.json` names: theirs -> ours (its LayerNorm epsilon is fixed at 1e-12 in transformers).
 _DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
@@ -106,6 +111,11 @@ class BertConfig:
     def is_albert(self) -> bool:
         """ALBERT: factorised embeddings (`embedding_size`) and transformer weights shared across layers."""
         return self.model_type == "albert"
+
+    @property
+    def tokenizer_kind(self) -> str:
+        """The tokenizer the family reads, of `TOKENIZER_KINDS`."""
+        return BPE if self.is_roberta else SENTENCEPIECE if self.is_albert else WORDPIECE
 
     @property
     def embedding_width(self) -> int:

@@ -23,6 +23,7 @@ WEIGHTS_FILE = "model.weights.h5"
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 BPE_VOCAB_FILE = "vocab.json"  # RoBERTa's, with its merges.txt
+SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
 ENCODER_DIR = "encoder"
 PRETRAINER_DIR = "pretrainer"
 # 1: no "schema_version" or "kind" field (written before this module); 2: both.
@@ -123,20 +124,33 @@ def resolve_init_checkpoint(path, heads=ENCODER_DIR):
 
 
 def vocab_file_of(model_dir, config):
-    """The model_dir's vocab file: `vocab.txt` (WordPiece), or RoBERTa's `vocab.json` (with `merges.txt` beside it).
+    """The model_dir's vocab file: `vocab.txt` (WordPiece), RoBERTa's `vocab.json` (with `merges.txt` beside it) or
+    ALBERT's `spiece.model`.
 
     Args:
         model_dir: the directory.
         config: its `BertConfig`.
     """
+    if config.is_albert:
+        return os.path.join(model_dir, SENTENCEPIECE_FILE)
     return os.path.join(model_dir, BPE_VOCAB_FILE if config.is_roberta else VOCAB_FILE)
 
 
-def write_tokenizer_config(directory, lower_case):
-    """`tokenizer_config.json` with the casing, so a Hugging Face directory we write carries it (our
-    `find_vocab` and transformers' `BertTokenizer` read `do_lower_case` there)."""
+def write_tokenizer_config(directory, lower_case, vocab_file=None):
+    """`tokenizer_config.json` with the casing and the tokenizer class, so a Hugging Face directory we write
+    carries them (our `find_vocab`, transformers' `AutoTokenizer` and `BertTokenizer` read them there).
+
+    Args:
+        directory: the Hugging Face directory.
+        lower_case: the casing.
+        vocab_file: the model's vocab file, whose name gives the class: `vocab.json` -> `RobertaTokenizer`,
+            `*.model` -> `AlbertTokenizer`, anything else (or None) -> `BertTokenizer`.
+    """
+    name = str(vocab_file or "")
+    tokenizer_class = ("RobertaTokenizer" if name.endswith(".json") else
+                       "AlbertTokenizer" if name.endswith(".model") else "BertTokenizer")
     write_json(os.path.join(directory, "tokenizer_config.json"),
-               {"do_lower_case": bool(lower_case), "tokenizer_class": "BertTokenizer"})
+               {"do_lower_case": bool(lower_case), "tokenizer_class": tokenizer_class})
 
 
 def build_task_model(kind, config, info):

@@ -139,7 +139,9 @@ def resolve_checkpoint_settings(config, task):
     """
     from official_bert.checkpoints import load_config, open_checkpoint
     from official_bert.checkpoints.vocab import find_vocab
-    from official_bert.text.preprocessing import BpeVocab, is_bpe_vocab_file
+    from official_bert.text.preprocessing import (BpeVocab, SentencepieceVocab, is_bpe_vocab_file,
+                                                  is_sentencepiece_model_file)
+    from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
     from official_bert.text.vocab import load_vocab
 
     if is_finished_run(config):  # evaluation / prediction of a trained model_dir: its model, vocab and casing
@@ -150,6 +152,8 @@ def resolve_checkpoint_settings(config, task):
         vocab = model_dirs.vocab_file_of(config.model_dir, bert_config)
         if bert_config.is_roberta:
             tokens = BpeVocab.find(config.model_dir) if os.path.isfile(vocab) else None
+        elif bert_config.is_albert:
+            tokens = SentencepieceVocab(vocab) if os.path.isfile(vocab) else None
         else:
             tokens = load_vocab(vocab) if os.path.isfile(vocab) else None
         _check_sequence_length(config, bert_config)
@@ -161,10 +165,15 @@ def resolve_checkpoint_settings(config, task):
     tokens, lower, source = None, None, None
     if config.vocab_file and is_bpe_vocab_file(config.vocab_file):  # RoBERTa's vocab.json, merges.txt beside it
         tokens, source = BpeVocab.find(os.path.dirname(os.path.abspath(config.vocab_file))), config.vocab_file
+    elif config.vocab_file and is_sentencepiece_model_file(config.vocab_file):  # ALBERT's spiece.model
+        tokens, source = SentencepieceVocab(config.vocab_file), config.vocab_file
     elif config.vocab_file:
         tokens, source = load_vocab(config.vocab_file), config.vocab_file
     elif init and bert_config.is_roberta:  # byte-level BPE: no casing
         tokens, lower, source = BpeVocab.find(init), False, init
+    elif init and bert_config.is_albert:  # SentencePiece: casing from tokenizer_config.json (lower-cased by default)
+        tokens, source = SentencepieceVocab.find(init), init
+        lower = sentencepiece_lower_case(os.path.dirname(tokens.model_file))
     elif init:
         try:
             tokens, lower, source = find_vocab(init)
@@ -275,7 +284,7 @@ def save_trained(model, out_dir, vocab_file, lower_case):
     model.save_weights(os.path.join(out_dir, model_dirs.WEIGHTS_FILE), overwrite=True)
     encoder_dir = os.path.join(out_dir, model_dirs.ENCODER_DIR)
     save_encoder(model.encoder, encoder_dir, vocab_file=vocab_file, overwrite=True)
-    model_dirs.write_tokenizer_config(encoder_dir, lower_case)
+    model_dirs.write_tokenizer_config(encoder_dir, lower_case, vocab_file)
 
 
 def resumable_stream(make_batches, strategy, config):
@@ -364,9 +373,10 @@ def run(task, config):
     _check_output(config)
     task.validate(config)
     bert_config, tokens, lower_case = resolve_checkpoint_settings(config, task)
-    if bert_config.is_roberta and tokens is not None and not task.reads_byte_level_bpe:
-        raise ValueError(f"{task.kind}: RoBERTa's byte-level BPE is not supported by this task yet (classification "
-                         "and multiple choice are); use a BERT or DistilBERT checkpoint")
+    kind = bert_config.tokenizer_kind
+    if tokens is not None and kind not in task.tokenizer_kinds:
+        raise ValueError(f"{task.kind}: a {bert_config.model_type} model's {kind} tokenizer is not supported by this "
+                         f"task yet (it reads {', '.join(task.tokenizer_kinds)}); use a BERT or DistilBERT checkpoint")
     task.bert_config = bert_config
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
                 config.model_dir if is_finished_run(config) else config.init_checkpoint or "from scratch",

@@ -180,7 +180,8 @@ def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=Fals
         path: output directory (created).
         tensors: Hugging Face name -> array.
         hf_config: the contents of `config.json`.
-        vocab_file: copied in as `vocab.txt` when given (RoBERTa's `vocab.json`: copied with its `merges.txt`).
+        vocab_file: copied in as `vocab.txt` when given (RoBERTa's `vocab.json`: copied with its `merges.txt`;
+            ALBERT's `*.model`: as `spiece.model`).
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     Returns: `path`.
     """
@@ -196,6 +197,8 @@ def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=Fals
     if vocab_file and str(vocab_file).endswith(".json"):  # RoBERTa's vocab.json, with the merges.txt beside it
         shutil.copyfile(vocab_file, os.path.join(path, "vocab.json"))
         shutil.copyfile(os.path.join(os.path.dirname(vocab_file), "merges.txt"), os.path.join(path, "merges.txt"))
+    elif vocab_file and str(vocab_file).endswith(".model"):  # ALBERT's SentencePiece model
+        shutil.copyfile(vocab_file, os.path.join(path, "spiece.model"))
     elif vocab_file:
         shutil.copyfile(vocab_file, os.path.join(path, "vocab.txt"))
     return path

@@ -99,13 +99,13 @@ class FeatureExtractor:
 
     Args:
         encoder: a `BertEncoder` with its weights.
-        tokenizer: its `BertTokenizer`.
+        tokenizer: its `BertTokenizer` (or `BytePairTokenizer` for RoBERTa, packed `<s> A </s></s> B </s>`).
         layers: layer indices (see the module notes), e.g. [-1, -2, -3, -4].
         seq_length: packed length; longer texts are cut (longest segment first) and flagged `truncated`.
         batch_size: examples per encoder call.
         pooling: "none" (every piece, as Google's script), "cls" ([CLS]), "mean" (mean over the real pieces,
             [CLS] and [SEP] included, as sentence-transformers), "first_subtoken" (the first piece of each word,
-            special tokens left out).
+            special tokens left out; WordPiece only: a byte-level BPE marks no word continuations).
         combine: "none" (each layer apart), "concat", "sum" or "mean" of the chosen layers.
     """
 
@@ -127,9 +127,14 @@ class FeatureExtractor:
         self.batch_size = int(batch_size)
         self.pooling = pooling
         self.combine = combine
+        layout = "roberta" if config.is_roberta else "bert"
+        if pooling == "first_subtoken" and (config.is_roberta or config.is_albert):
+            raise ValueError(f"pooling='first_subtoken' needs WordPiece's '##' pieces; a {config.model_type} "
+                             "tokenizer does not mark word continuations that way: use none, cls or mean")
         self._tokens = tokenizer.get_vocab()
-        self._is_suffix = is_suffix_piece(self._tokens)
-        self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict())
+        self._is_suffix = is_suffix_piece([t or "" for t in self._tokens])
+        self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(), layout=layout)
+        self._num_special = (2, 4) if layout == "roberta" else (2, 3)  # special tokens of one text, of a pair
         model = layer_model(encoder)
         positions = list(self.positions)
 
@@ -178,7 +183,7 @@ class FeatureExtractor:
 
     def _pack(self, texts, text_b):
         inputs = pack_texts(self.tokenizer, self._packer, texts, text_b)
-        budget = self.seq_length - (2 if text_b is None else 3)
+        budget = self.seq_length - self._num_special[text_b is not None]
         lengths = self.tokenizer(tf.constant(list(texts), tf.string)).row_lengths().numpy()
         if text_b is not None:
             lengths = lengths + self.tokenizer(tf.constant(list(text_b), tf.string)).row_lengths().numpy()

@@ -7,6 +7,7 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 """
 
 from official_bert import model_dir
+from official_bert.config import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401 (tasks import them here)
 
 # A training split where fewer than this share of the examples read can be trained on is an error.
 MIN_USABLE_SHARE = 0.5
@@ -43,8 +44,10 @@ class Task:
             `pretrainer/` for pre-training's heads).
         needs_init_checkpoint: False when the model may start from scratch (`model_config()` shapes it).
         needs_vocab: False when the task reads no text (pre-training on TFRecords).
-        reads_byte_level_bpe: the task's data and predictions work with RoBERTa's byte-level BPE (they use
-            only `RunContext.text_preprocessor()`, no WordPiece-specific piece handling).
+        tokenizer_kinds: the tokenizers the task's data and predictions work with, of
+            `official_bert.config.TOKENIZER_KINDS` ("wordpiece": BERT and DistilBERT, "bpe": RoBERTa's byte-level
+            BPE, "sentencepiece": ALBERT's). A task that uses only `RunContext.text_preprocessor()` takes all three;
+            one that needs WordPiece's `##` pieces or token offsets lists those it handles.
         bert_config: the model's `BertConfig`, set by the runner once resolved.
     """
 
@@ -53,7 +56,7 @@ class Task:
     init_heads = model_dir.ENCODER_DIR
     needs_init_checkpoint = True
     needs_vocab = True
-    reads_byte_level_bpe = False
+    tokenizer_kinds = (WORDPIECE,)
     bert_config = None
 
     def model_config(self):

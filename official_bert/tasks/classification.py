@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class ClassificationTask(Task):
     """
 
     kind = model_dirs.CLASSIFICATION
-    reads_byte_level_bpe = True
+    tokenizer_kinds = TOKENIZER_KINDS  # text_preprocessor() only
 
     def __init__(self, task, data_dir=None, tfds_data_dir=None, download=False, skip_bad_rows=False):
         from official_bert.data.glue_tasks import get_glue_task

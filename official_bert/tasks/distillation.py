@@ -45,7 +45,7 @@ class DistillationTask(Task):
 
         self.task, self.teacher_dir = task, teacher_dir
         self.kind, self.uses_pooler = task.kind, task.uses_pooler
-        self.reads_byte_level_bpe = task.reads_byte_level_bpe
+        self.tokenizer_kinds = task.tokenizer_kinds
         for name in (model_dirs.CONFIG_FILE, model_dirs.WEIGHTS_FILE):
             if not os.path.isfile(os.path.join(teacher_dir, name)):
                 raise FileNotFoundError(f"--teacher={teacher_dir}: no {name}; pass a model_dir whose training finished")

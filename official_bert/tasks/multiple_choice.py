@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class MultipleChoiceTask(Task):
     """
 
     kind = model_dirs.MULTIPLE_CHOICE
-    reads_byte_level_bpe = True
+    tokenizer_kinds = TOKENIZER_KINDS  # text_preprocessor() only
 
     def __init__(self, train_file=None, eval_file=None, predict_file=None, tfds_name=None, tfds_data_dir=None,
                  download=False):

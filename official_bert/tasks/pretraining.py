@@ -5,7 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task
+from official_bert.tasks.base import TOKENIZER_KINDS, WORDPIECE, Task
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +146,12 @@ class PretrainingTask(Task):
         return BertConfig.from_preset(self.preset) if self.preset else None
 
     @property
+    def tokenizer_kinds(self):
+        """TFRecords hold ids (any tokenizer's, RoBERTa's and ALBERT's included); raw text is masked with
+        WordPiece's `##` pieces and BERT's packing, so `--text_files` reads WordPiece only."""
+        return (WORDPIECE,) if self.text_files else TOKENIZER_KINDS
+
+    @property
     def needs_vocab(self):
         return bool(self.text_files)
 
@@ -223,7 +229,7 @@ class PretrainingTask(Task):
         super().save(model, context)
         pretrainer_dir = os.path.join(context.out_dir, model_dirs.PRETRAINER_DIR)
         save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
-        model_dirs.write_tokenizer_config(pretrainer_dir, context.lower_case)
+        model_dirs.write_tokenizer_config(pretrainer_dir, context.lower_case, context.vocab_file)
 
     def evaluate(self, model, context):
         """Masked-LM and next-sentence (sentence-order) loss and accuracy over at most max_eval_steps batches."""

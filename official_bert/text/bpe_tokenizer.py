@@ -282,8 +282,9 @@ class BytePairTokenizer(keras.layers.Layer):
             return (tf.boolean_mask(symbols, keep), tf.boolean_mask(lengths, keep), tf.boolean_mask(words, keep),
                     tf.reduce_any(chosen))
 
+        has_pairs = tf.shape(symbols)[0] > 1  # a batch with no word (or one byte) has nothing to merge
         symbols, lengths, words, _ = tf.while_loop(
-            lambda *state: state[-1], step, (symbols, lengths, words, tf.constant(True)),
+            lambda *state: state[-1], step, (symbols, lengths, words, has_pairs),
             shape_invariants=(tf.TensorShape([None]),) * 3 + (tf.TensorShape([]),))
         return symbols, lengths, words
 

@@ -152,13 +152,21 @@ def load_sentencepiece_tokenizer(directory):
     model_file = os.path.join(directory, MODEL_FILE)
     if not os.path.isfile(model_file):
         raise FileNotFoundError(f"{directory}: no {MODEL_FILE} (ALBERT's SentencePiece model)")
-    lower_case = True
+    return SentencepieceTokenizer(model_file=model_file, lower_case=sentencepiece_lower_case(directory))
+
+
+def sentencepiece_lower_case(directory) -> bool:
+    """ALBERT's casing: `tokenizer_config.json`'s `do_lower_case` in `directory`, true when absent (as
+    `AlbertTokenizerFast`'s default).
+
+    Raises:
+        ValueError: `keep_accents` is true (named with the file).
+    """
     config_file = os.path.join(directory, "tokenizer_config.json")
-    if os.path.isfile(config_file):
-        with open(config_file, encoding="utf-8") as f:
-            config = json.load(f)
-        lower_case = bool(config.get("do_lower_case", True))
-        if config.get("keep_accents", False):
-            raise ValueError(f"{config_file}: keep_accents=true is not supported (every ALBERT release strips "
-                             "accents)")
-    return SentencepieceTokenizer(model_file=model_file, lower_case=lower_case)
+    if not os.path.isfile(config_file):
+        return True
+    with open(config_file, encoding="utf-8") as f:
+        config = json.load(f)
+    if config.get("keep_accents", False):
+        raise ValueError(f"{config_file}: keep_accents=true is not supported (every ALBERT release strips accents)")
+    return bool(config.get("do_lower_case", True))

@@ -114,6 +114,130 @@ def test_a_task_without_bpe_support_refuses_roberta_before_writing(trained, shar
     if family != "roberta":
         pytest.skip("WordPiece families run every task")
     config = RunConfig(model_dir=str(tmp_path / "ner"), init_checkpoint=str(checkpoint), max_seq_length=SEQ)
-    with pytest.raises(ValueError, match="tagging.*byte-level BPE is not supported"):
+    with pytest.raises(ValueError, match="tagging: a roberta model.s bpe tokenizer is not supported"):
         run(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), config)
     assert not (tmp_path / "ner").exists()
+
+
+def test_extract_features_of_a_roberta_checkpoint_equal_transformers(trained, tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    family, checkpoint, _, _ = trained
+    if family != "roberta":
+        pytest.skip("WordPiece families are covered by test_extract_features.py")
+    texts = [("Who was Jim Henson ?", "Jim Henson was a puppeteer"), ("Zürich's café , 2 dogs!", None)]
+    source, target = tmp_path / "input.txt", tmp_path / "features.npz"
+    source.write_text("".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in texts), encoding="utf-8")
+    result = subprocess.run([sys.executable, "-m", "tasks.extract_features", f"--input_file={source}",
+                             f"--output_file={target}", f"--init_checkpoint={checkpoint}", "--layers=-1,0",
+                             f"--max_seq_length={SEQ}"], cwd=pathlib.Path(__file__).resolve().parents[2],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    features = np.load(target)
+    reference = transformers.RobertaModel.from_pretrained(str(checkpoint)).eval()
+    tokenizer = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
+    for index, (text, text_b) in enumerate(texts):
+        encoded = tokenizer(text, text_b, return_tensors="pt")
+        assert list(features[f"tokens_{index}"]) == tokenizer.convert_ids_to_tokens(encoded["input_ids"][0])
+        with torch.no_grad():
+            hidden = reference(**encoded, output_hidden_states=True).hidden_states
+        expected = np.stack([hidden[-1][0].numpy(), hidden[0][0].numpy()], axis=1)  # (tokens, layers, hidden)
+        np.testing.assert_allclose(features[f"values_{index}"], expected, atol=1e-5, rtol=0)
+    assert not features["truncated"].any()
+    from official_bert.pipelines.feature_extractor import FeatureExtractor
+    from official_bert.pipelines.loading import load_encoder_and_tokenizer
+
+    encoder, bpe = load_encoder_and_tokenizer(str(checkpoint))
+    with pytest.raises(ValueError, match="first_subtoken.*byte-level BPE"):
+        FeatureExtractor(encoder, bpe, layers=[-1], seq_length=SEQ, pooling="first_subtoken")
+    with pytest.raises(ValueError, match="keeps case"):
+        load_encoder_and_tokenizer(str(checkpoint), lower_case=True)
+
+
+def _roberta_mlm_records(shared_data, checkpoint, path, count=16):
+    """Pre-training TFRecords (Google's features) of MRPC sentences as RobertaTokenizerFast packs them, 4 masked."""
+    tokenizer = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
+    lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:count + 1]
+    rng = np.random.default_rng(0)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for line in lines:
+            ids = tokenizer(line.split("\t")[3], truncation=True, max_length=SEQ)["input_ids"]
+            positions = np.sort(rng.choice(np.arange(1, len(ids) - 1), 4, replace=False))
+            masked = np.array(ids)
+            masked[positions] = tokenizer.mask_token_id
+            pad = SEQ - len(ids)
+            features = {"input_ids": ints(list(masked) + [tokenizer.pad_token_id] * pad),
+                        "input_mask": ints([1] * len(ids) + [0] * pad), "segment_ids": ints([0] * SEQ),
+                        "masked_lm_positions": ints(positions), "masked_lm_ids": ints(np.array(ids)[positions]),
+                        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * 4)),
+                        "next_sentence_labels": ints([0])}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    return path
+
+
+def _mask_markers_tokenize_as_transformers(directory):
+    """`MaskedBpePreprocessor` ids equal RobertaTokenizerFast's, with `<mask>` as its files give it (the space before
+    it a "Ġ" piece) and as roberta-base's tokenizer.json declares it (`lstrip=True`)."""
+    from tokenizers import AddedToken
+
+    from export.mlm_module import MaskedBpePreprocessor
+    from official_bert.text.preprocessing import tokenizer_from_files
+
+    texts = ["The capital of France is <mask>.", "<mask> likes <mask> , and<mask>", "a  <mask> b", "<mask>",
+             "x\t<mask>\n<mask>y", "Zürich 🙂<mask>"]
+    bpe = tokenizer_from_files(str(directory / "vocab.json"), False)
+    for lstrip in (False, True):
+        ours = MaskedBpePreprocessor(bpe, SEQ, lstrip=lstrip).tokenize(tf.constant(texts)).to_list()
+        reference = transformers.RobertaTokenizerFast.from_pretrained(
+            str(directory), mask_token=AddedToken("<mask>", lstrip=lstrip, rstrip=False, special=True))
+        assert ours == [reference(t, add_special_tokens=False)["input_ids"] for t in texts], lstrip
+
+
+def test_masked_lm_run_and_export_of_roberta_fill_mask_as_transformers(trained, shared_data, tmp_path):
+    """`run_pretraining --objective=mlm` from the RoBERTa checkpoint, exported: `<mask>` found as transformers'
+    RobertaTokenizerFast finds it (ids equal), top-k from the model's own head, TF Serving's loader runs it."""
+    import os
+    import subprocess
+    import sys
+
+    from export.saved_model import export
+    from official_bert import model_dir as model_dirs
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    family, checkpoint, _, _ = trained
+    if family != "roberta":
+        pytest.skip("the WordPiece masked-LM export is covered by tests/export/test_mlm_module.py")
+    records = _roberta_mlm_records(shared_data, checkpoint, tmp_path / "train.tfrecord")
+    model_dir = tmp_path / "mlm"
+    task = PretrainingTask(input_files=str(records), max_predictions_per_seq=4, num_warmup_steps=1, objective="mlm")
+    run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                        train_batch_size=8, num_train_steps=2, checkpoint_steps=100, do_eval=False))
+    version = export(str(model_dir), str(tmp_path / "export"), top_k=3)
+    served = tf.saved_model.load(version).signatures["serving_default"]
+    texts = ["The capital of France is <mask>.", "<mask> likes <mask> , and<mask>", "no mask here", "<mask>"]
+    out = served(text=tf.constant(texts))
+    reference = transformers.RobertaTokenizerFast.from_pretrained(str(model_dir / "encoder"))
+    loaded = model_dirs.load_model_dir(str(model_dir))
+    for row, sentence in enumerate(texts):
+        ids = reference(sentence, truncation=True, max_length=SEQ)["input_ids"]
+        positions = [i for i, piece in enumerate(ids) if piece == reference.mask_token_id]
+        assert int(out["num_masks"][row]) == len(positions)
+        assert list(out["mask_positions"].numpy()[row, :len(positions)]) == positions
+        if not positions:
+            continue
+        inputs = {"input_word_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
+                  "input_type_ids": tf.zeros([1, len(ids)], tf.int32)}
+        sequence = loaded.model.encoder(inputs, training=False)["sequence_output"]
+        logits = loaded.model.masked_lm(sequence, tf.constant([positions]))  # (1, masks, vocab)
+        expected = np.argsort(-logits.numpy()[0], axis=-1, kind="stable")[:, :3]
+        np.testing.assert_array_equal(out["top_k_ids"].numpy()[row, :len(positions)], expected)
+    _mask_markers_tokenize_as_transformers(model_dir / "encoder")
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]

@@ -79,6 +79,15 @@ def test_ids_and_offsets_equal_roberta_tokenizer_on_fuzz_corpus(ours, reference)
     assert bpe_parity.mismatches(ours, reference, texts) == (0, 0, None)
 
 
+def test_a_batch_with_no_word_gives_empty_rows(ours):
+    """Every text empty (no byte to merge): one empty row per text, with offsets, in eager and graph mode."""
+    for texts in ([""], ["", ""]):
+        ids, starts, ends = ours(tf.constant(texts), with_offsets=True)
+        assert ids.to_list() == starts.to_list() == ends.to_list() == [[] for _ in texts]
+    graph = tf.function(lambda text: ours(text).flat_values, input_signature=[tf.TensorSpec([None], tf.string)])
+    assert graph(tf.constant([""])).shape == (0,)
+
+
 def test_preprocessor_packs_as_roberta_tokenizer(shared_data, bpe_dir, reference):
     preprocessor = load_preprocessor(bpe_dir, SEQ_LENGTH)
     pairs = corpora.mrpc_pairs(shared_data)[:40] + [("", ""), ("one", ""), ("x " * 40, "short")]
