@@ -1,9 +1,9 @@
 """Which ops an exported SavedModel runs, and the allow-list a serving graph must stay within.
 
 A served graph may use only core TensorFlow ops plus tf-text's `FastBertNormalize` and
-`FastWordpieceTokenizeWithOffsets`: stock TF Serving links an older, pinned tf-text, and TFLite's tf-text
-registrar has only those two kernels. Ops such as `RegexSplitWithOffsets`, `CaseFoldUTF8`,
-`TFText>RoundRobinTrim` (keras-hub's preprocessing) or `RaggedRange` fail there. The list below is
+`FastWordpieceTokenizeWithOffsets` (ALBERT's exports: `FastSentencepieceTokenize` instead): stock TF Serving links
+an older, pinned tf-text, and TFLite's tf-text registrar has only such kernels. Ops such as `RegexSplitWithOffsets`,
+`CaseFoldUTF8`, `TFText>RoundRobinTrim` (keras-hub's preprocessing) or `RaggedRange` fail there. The list below is
 explicit on purpose: a new op in a graph is a decision someone makes, not an accident.
 
 Examples:
@@ -19,6 +19,8 @@ import os
 from typing import Dict, Iterable, Set
 
 TF_TEXT_OPS = frozenset({"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"})
+# ALBERT's tokenizer: tf-text's SentencePiece kernel (TFLite's tf-text registrar has it too; no offsets).
+SENTENCEPIECE_OPS = frozenset({"TFText>FastSentencepieceTokenize"})
 
 # Core TF ops the export graphs use: preprocessing (dense packing), the encoder and heads, and the
 # post-processing (labels, entity chunks, offsets, tf.Example parsing).
@@ -36,11 +38,12 @@ CORE_OPS = frozenset({
     # reductions, gathers and scatters
     "ArgMax", "GatherNd", "GatherV2", "Max", "Mean", "Prod", "ScatterNd", "Sum", "UnsortedSegmentSum", "Where",
     # the model (OneHot: the token-type embedding is a one-hot product, as Google's BERT; TFLite has it built in)
-    "BatchMatMulV2", "BiasAdd", "Einsum", "Erfc", "MatMul", "OneHot", "Softmax", "Tanh",
+    # Pow: the tanh GELU's cube (gelu_new, ALBERT's); TFLite has POW built in
+    "BatchMatMulV2", "BiasAdd", "Einsum", "Erfc", "MatMul", "OneHot", "Pow", "Softmax", "Tanh",
     # strings and tf.Example
     "ParseExampleV2", "StringLength", "Substr",
 })
-ALLOWED_OPS = TF_TEXT_OPS | CORE_OPS
+ALLOWED_OPS = TF_TEXT_OPS | SENTENCEPIECE_OPS | CORE_OPS
 
 # Ops of the checkpoint save/restore functions TF Serving runs once at load time (not on a request).
 SAVER_OPS = frozenset({

@@ -27,7 +27,7 @@ import tempfile
 
 from absl import app, flags
 
-from export.ops import TF_TEXT_OPS, serving_save_options
+from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
 # Calibration examples full_int8 reads from the start of --representative_file.
@@ -122,7 +122,7 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
 
     Raises:
         ValueError: an unknown signature or quantization, or a graph op that is neither a TFLite builtin
-            nor one of the two tf-text kernels.
+            nor one of tf-text's WordPiece (or ALBERT's SentencePiece) kernels.
     """
     import tensorflow as tf
 
@@ -155,7 +155,7 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
             converter.target_spec._experimental_custom_op_registerers = list(
                 tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
         model = converter.convert()
-    unexpected = custom_ops(model) - TF_TEXT_OPS
+    unexpected = custom_ops(model) - TF_TEXT_OPS - SENTENCEPIECE_OPS
     if unexpected:
         raise ValueError(f"signature {signature!r} of {saved_model_dir} needs ops TFLite lacks: {sorted(unexpected)}")
     return model

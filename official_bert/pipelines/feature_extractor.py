@@ -48,8 +48,11 @@ class TextFeatures:
 
 
 def layer_model(encoder) -> keras.Model:
-    """A model from the encoder's inputs to `[embeddings, block 1, ..., block L]` outputs (batch, seq, hidden)."""
-    return keras.Model(encoder.inputs, [encoder.embeddings.output] + list(encoder.output["encoder_outputs"]))
+    """A model from the encoder's inputs to `[embeddings, layer 1, ..., layer L]` outputs (batch, seq, hidden).
+
+    ALBERT's "embeddings" are those projected to the hidden size, as transformers' `hidden_states[0]`."""
+    embeddings = encoder.embedding_projection or encoder.embeddings
+    return keras.Model(encoder.inputs, [embeddings.output] + list(encoder.output["encoder_outputs"]))
 
 
 def resolve_layers(layers: Sequence[int], num_layers: int) -> List[int]:
@@ -129,8 +132,9 @@ class FeatureExtractor:
         self.combine = combine
         layout = "roberta" if config.is_roberta else "bert"
         if pooling == "first_subtoken" and (config.is_roberta or config.is_albert):
+            tokenizer = "byte-level BPE" if config.is_roberta else "SentencePiece model"
             raise ValueError(f"pooling='first_subtoken' needs WordPiece's '##' pieces; a {config.model_type} "
-                             "tokenizer does not mark word continuations that way: use none, cls or mean")
+                             f"{tokenizer} does not mark word continuations that way: use none, cls or mean")
         self._tokens = tokenizer.get_vocab()
         self._is_suffix = is_suffix_piece([t or "" for t in self._tokens])
         self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(), layout=layout)

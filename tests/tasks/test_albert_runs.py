@@ -1,0 +1,151 @@
+"""ALBERT end to end, in-process: MRPC fine-tune from a tiny transformers ALBERT with a SentencePiece model trained
+here, the model_dir (spiece.model; encoder/ that transformers loads, tokenizer included), the raw-text export in TF
+Serving's loader and in LiteRT, the encoder export and feature extraction equal to AlbertModel, and the refusal of the
+tasks that need token offsets.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
+from official_bert.runner import RunConfig, run
+from official_bert.tasks.classification import ClassificationTask
+from official_bert.tasks.tagging import TaggingTask
+from official_bert.text import load_preprocessor
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+spm = pytest.importorskip("sentencepiece")
+
+SEQ = 32
+TEXTS = ["A tiny test .", "Another one", "Zürich, 東京 and the café " * 6]
+TEXTS_B = ["It is tiny .", "", "short"]
+
+
+def _mrpc_sentences(shared_data, split="train", limit=2000):
+    rows = (shared_data / "glue" / "MRPC" / f"{split}.tsv").read_text(encoding="utf-8-sig").splitlines()[1:limit]
+    return [row.split("\t")[3:5] for row in rows]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(shared_data, tmp_path_factory):
+    """A tiny random `AlbertModel` (E 16 -> H 32, 2 layers sharing one block) with a 400-piece spiece.model."""
+    directory = tmp_path_factory.mktemp("albert") / "checkpoint"
+    directory.mkdir()
+    sentences = [text for pair in _mrpc_sentences(shared_data) for text in pair]
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_prefix=str(directory / "spiece"), vocab_size=400,
+        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=["(", ")", '"', "-", "."], num_threads=2, minloglevel=2)
+    (directory / "spiece.vocab").unlink()
+    config = transformers.AlbertConfig(vocab_size=400, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ)
+    torch.manual_seed(0)
+    transformers.AlbertModel(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def trained(checkpoint, shared_data, tmp_path_factory):
+    """(model_dir after 2 MRPC training steps, evaluation results)."""
+    model_dir = tmp_path_factory.mktemp("albert_mrpc") / "mrpc"
+    config = RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                       train_batch_size=8, eval_batch_size=128, num_train_steps=2, checkpoint_steps=100)
+    results = run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+    return model_dir, results
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    from export.saved_model import export
+
+    model_dir, _ = trained
+    return export(str(model_dir), str(tmp_path_factory.mktemp("albert_export") / "mrpc"))
+
+
+def test_fine_tune_writes_an_albert_model_dir_that_transformers_loads(trained, shared_data):
+    model_dir, results = trained
+    assert results["num_examples"] == 408 and 0.0 <= results["accuracy"] <= 1.0
+    assert json.loads((model_dir / "bert_config.json").read_text())["model_type"] == "albert"
+    assert (model_dir / "spiece.model").is_file() and (model_dir / "encoder" / "spiece.model").is_file()
+    encoder = transformers.AutoModel.from_pretrained(str(model_dir / "encoder"))
+    assert encoder.config.model_type == "albert" and encoder.config.embedding_size == 16
+    reference = transformers.AutoTokenizer.from_pretrained(str(model_dir / "encoder"))
+    assert type(reference).__name__.startswith("AlbertTokenizer")
+    pairs = _mrpc_sentences(shared_data, "dev", 41)
+    first, second = [p[0] for p in pairs], [p[1] for p in pairs]
+    inputs = load_preprocessor(model_dir, SEQ)([tf.constant(first), tf.constant(second)])
+    expected = reference(first, second, truncation="longest_first", max_length=SEQ, padding="max_length",
+                         return_token_type_ids=True)
+    np.testing.assert_array_equal(inputs["input_word_ids"].numpy(), expected["input_ids"])
+    np.testing.assert_array_equal(inputs["input_type_ids"].numpy(), expected["token_type_ids"])
+
+
+def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, exported, shared_data):
+    from official_bert import model_dir as model_dirs
+
+    model_dir, _ = trained
+    served = tf.saved_model.load(exported).signatures["serving_default"]
+    out = served(text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B))
+    loaded = model_dirs.load_model_dir(str(model_dir))
+    packed = load_preprocessor(model_dir, SEQ)([tf.constant(TEXTS), tf.constant(TEXTS_B)])
+    np.testing.assert_allclose(out["logits"].numpy(), loaded.model(packed).numpy(), atol=1e-5, rtol=0)
+    assert out["truncated"].numpy().tolist() == [False, False, True]
+    assert sorted(os.listdir(os.path.join(exported, "assets"))) == ["labels.txt", "spiece.model"]
+    assert disallowed_ops(saved_model_ops(exported), ALLOWED_OPS | SAVER_OPS) == set()
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), exported],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_tflite_of_the_albert_classifier_runs_in_litert_from_raw_text(exported):
+    pytest.importorskip("ai_edge_litert.interpreter")
+    from export import tflite
+
+    model = tflite.convert(exported)
+    assert tflite.custom_ops(model) == {"TFText>FastSentencepieceTokenize"}
+    lite = tflite.interpreter(model).get_signature_runner("serving_default")(
+        text=np.array(TEXTS, object), text_b=np.array(TEXTS_B, object))
+    saved = tf.saved_model.load(exported).signatures["serving_default"](
+        text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B))
+    np.testing.assert_allclose(lite["logits"], saved["logits"].numpy(), atol=1e-5, rtol=0)
+    assert lite["label_id"].tolist() == saved["label_id"].numpy().tolist()
+    assert lite["truncated"].tolist() == saved["truncated"].numpy().tolist()
+
+
+def test_encoder_export_and_feature_extraction_equal_albert_model(checkpoint, tmp_path):
+    from export.saved_model import build_module
+    from official_bert.pipelines.feature_extractor import FeatureExtractor
+    from official_bert.pipelines.loading import load_encoder_and_tokenizer
+
+    reference = transformers.AlbertModel.from_pretrained(str(checkpoint)).eval()
+    tokenizer = transformers.AlbertTokenizerFast.from_pretrained(str(checkpoint))
+    encoded = tokenizer(TEXTS[:2], padding="max_length", max_length=SEQ, return_tensors="pt")
+    with torch.no_grad():
+        expected = reference(**encoded, output_hidden_states=True)
+    module = build_module(str(checkpoint), str(tmp_path), max_seq_length=SEQ)
+    out = module.serving_default(tf.constant(TEXTS[:2]))
+    np.testing.assert_allclose(out["pooled_output"].numpy(), expected.pooler_output.numpy(), atol=1e-5, rtol=0)
+
+    encoder, sentencepiece = load_encoder_and_tokenizer(str(checkpoint))
+    extractor = FeatureExtractor(encoder, sentencepiece, layers=[-1, 0], seq_length=SEQ, pooling="cls")
+    features = extractor.extract(TEXTS[:2])
+    hidden = expected.hidden_states
+    cls = np.stack([hidden[-1][:, 0].numpy(), hidden[0][:, 0].numpy()], axis=1)  # (batch, layers, hidden)
+    np.testing.assert_allclose(np.stack([f.values for f in features]), cls, atol=1e-5, rtol=0)
+    assert [f.tokens for f in features] == [["[CLS]"], ["[CLS]"]]
+    with pytest.raises(ValueError, match="first_subtoken.*SentencePiece"):
+        FeatureExtractor(encoder, sentencepiece, layers=[-1], seq_length=SEQ, pooling="first_subtoken")
+
+
+def test_a_task_that_needs_offsets_refuses_albert_before_writing(checkpoint, shared_data, tmp_path):
+    config = RunConfig(model_dir=str(tmp_path / "ner"), init_checkpoint=str(checkpoint), max_seq_length=SEQ)
+    with pytest.raises(ValueError, match="tagging: a albert model's sentencepiece tokenizer is not supported"):
+        run(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), config)
+    assert not (tmp_path / "ner").exists()
