@@ -12,9 +12,11 @@ Each mask is scored by `BertPretrainer`'s masked-LM head (the transform + the ti
 and the k highest logits are reported with their softmax probabilities over the whole vocab (ties go to the
 lower id, as a stable sort). Every signature, `serve_tokens` included, converts to TFLite as it is.
 
-RoBERTa (byte-level BPE): `MaskedBpePreprocessor` finds the `<mask>` marker as `RobertaTokenizerFast` does (a
-special token kept whole, which takes the whitespace before it: "is <mask>." -> `Ġis <mask> .`) and packs
-`<s> pieces </s>`; its graph needs the BPE's string ops, so that export has no TFLite form.
+RoBERTa and ALBERT: `MaskedPartsPreprocessor` finds the marker (`<mask>`, `[MASK]`) as their fast tokenizers find
+an added special token, cutting the text at each marker and tokenizing each part alone ("is <mask>." ->
+`Ġis <mask> .`; "is [MASK]." -> `▁is [MASK] .`), and packs as the family does. Cutting the text needs
+`StringSplitV2`, `RaggedGather` and `DenseBincount`, which LiteRT lacks (as it lacks the BPE's string ops), so
+these two exports have no TFLite form: `export.tflite` names the missing ops.
 """
 
 import tensorflow as tf
@@ -24,8 +26,8 @@ from official_bert.text import TextPreprocessor
 from official_bert.text.preprocessing import Preprocessor
 from official_bert.text.ragged_ops import row_ids
 
-MASK_MARKER = "[MASK]"
-BPE_MASK_MARKER = "<mask>"
+MASK_MARKER = "[MASK]"  # BERT's and ALBERT's
+BPE_MASK_MARKER = "<mask>"  # RoBERTa's
 DEFAULT_TOP_K = 5
 
 
@@ -86,43 +88,46 @@ class MaskedTextPreprocessor(TextPreprocessor):
                 tf.RaggedTensor.from_row_splits(tf.gather(ends_values, kept), kept_splits, validate=False))
 
 
-class MaskedBpePreprocessor(Preprocessor):
-    """RoBERTa's `Preprocessor` (`<s> pieces </s>`) that turns every `<mask>` of the text into the `<mask>` id.
+class MaskedPartsPreprocessor(Preprocessor):
+    """A `Preprocessor` that turns every mask marker of the text into the mask id, as transformers' fast tokenizers
+    treat an added special token: the text is cut at each marker and each part is tokenized on its own.
 
-    As `RobertaTokenizerFast` treats its added `<mask>` token: the text is cut at each marker and each part is
-    tokenized on its own (so "<mask>." gives `<mask>` then "."; "<mask> ." gives `<mask>` then "Ġ."). The space
-    before a marker stays a "Ġ" piece, as transformers 5 does for a tokenizer built from vocab.json + merges.txt;
-    with `lstrip=True` the marker takes the whitespace before it, as roberta-base's tokenizer.json declares
-    (`"lstrip": true`) and transformers 4's `RobertaTokenizerFast` did.
+    RoBERTa (`<mask>`, byte-level BPE, layout "roberta"): "<mask>." gives `<mask>` then "."; "<mask> ." gives
+    `<mask>` then "Ġ.". The space before a marker stays a "Ġ" piece, as transformers 5 does for a tokenizer built
+    from vocab.json + merges.txt; with `lstrip=True` the marker takes the whitespace before it, as roberta-base's
+    tokenizer.json declares (`"lstrip": true`) and transformers 4's `RobertaTokenizerFast` did.
+    ALBERT (`[MASK]`, SentencePiece, layout "bert"): each part starts a word ("[MASK] likes" -> `[MASK] ▁like s`),
+    as `AlbertTokenizerFast`; SentencePiece drops the whitespace around a marker either way.
 
     Args:
-        tokenizer: a `BytePairTokenizer` whose vocab holds `<mask>`.
-        seq_length: the packed length, <s> and </s> included.
-        source: the vocab file, named in errors.
+        tokenizer: a `BytePairTokenizer` or `SentencepieceTokenizer` whose vocab holds the marker.
+        seq_length: the packed length, the two special tokens included.
+        marker: the mask marker, `BPE_MASK_MARKER` or `MASK_MARKER`.
+        layout: the family's packing, "roberta" or "bert".
+        source: the tokenizer file, named in errors.
         lstrip: the marker absorbs the whitespace before it.
     """
 
-    marker = BPE_MASK_MARKER
-
-    def __init__(self, tokenizer, seq_length, source="vocab.json", lstrip=False, **kwargs):
-        super().__init__(tokenizer, seq_length, layout="roberta", **kwargs)
+    def __init__(self, tokenizer, seq_length, marker, layout, source, lstrip=False, **kwargs):
+        super().__init__(tokenizer, seq_length, layout=layout, **kwargs)
+        self.marker = marker
         self.lstrip = bool(lstrip)
         if "mask_id" not in self.special_tokens:
-            raise ValueError(f"{source} has no {BPE_MASK_MARKER} token: it cannot be a masked-LM vocab")
+            raise ValueError(f"{source} has no {marker} token: it cannot be a masked-LM vocab")
         self.mask_id = int(self.special_tokens["mask_id"])
 
     def tokenize(self, text, with_offsets=False):
-        """Ids [batch, (pieces)] with one `<mask>` id per marker (no offsets: the masked-LM export needs none)."""
+        """Ids [batch, (pieces)] with one mask id per marker (no offsets: the masked-LM export needs none)."""
         if with_offsets:
-            raise ValueError("MaskedBpePreprocessor.tokenize gives no offsets")
-        parts = tf.strings.split(text, sep=BPE_MASK_MARKER)  # [batch, (parts)]: a row has markers + 1 parts
+            raise ValueError("MaskedPartsPreprocessor.tokenize gives no offsets")
+        parts = tf.strings.split(text, sep=self.marker)  # [batch, (parts)]: a row has markers + 1 parts
         index = tf.range(tf.size(parts.flat_values, out_type=tf.int64))  # (parts,)
         is_last = tf.equal(index + 1, tf.gather(parts.row_splits[1:], parts.value_rowids()))  # last of its row
         flat = parts.flat_values
         if self.lstrip:  # the marker takes the whitespace before it
             flat = tf.where(is_last, flat, tf.strings.regex_replace(flat, r"[\s\p{Z}]+$", ""))
         pieces = self.tokenizer(flat)  # [parts, (pieces)]
-        masks = tf.RaggedTensor.from_row_lengths(  # [parts, (0 or 1)]: a <mask> after every part but the last
+        masks = tf.RaggedTensor.from_row_lengths(  # [parts, (0 or 1)]: a mask after every part but the last
             tf.fill([tf.reduce_sum(1 - tf.cast(is_last, tf.int64))], tf.constant(self.mask_id, pieces.dtype)),
             1 - tf.cast(is_last, tf.int64))
         joined = tf.concat([pieces, masks], axis=1)  # [parts, (pieces)]

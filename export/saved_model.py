@@ -73,12 +73,14 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     _check_seq_length(seq_length, loaded.config, model_dir)
     assets = _tokenizer_assets(loaded.vocab_file)
     if loaded.kind == model_dirs.PRETRAINING:
-        from export.mlm_module import DEFAULT_TOP_K, MaskedBpePreprocessor, MaskedLMModule, MaskedTextPreprocessor
-        from official_bert.text.preprocessing import is_bpe_vocab_file, tokenizer_from_files
+        from export.mlm_module import (BPE_MASK_MARKER, DEFAULT_TOP_K, MASK_MARKER, MaskedLMModule,
+                                       MaskedPartsPreprocessor, MaskedTextPreprocessor)
+        from official_bert.text.preprocessing import tokenizer_from_files
 
-        if is_bpe_vocab_file(loaded.vocab_file):  # RoBERTa: <mask> markers
-            preprocessor = MaskedBpePreprocessor(tokenizer_from_files(loaded.vocab_file, False), seq_length,
-                                                 source=loaded.vocab_file)
+        if loaded.config.is_roberta or loaded.config.is_albert:  # <mask> / [MASK]: an added token of the tokenizer
+            marker, layout = (BPE_MASK_MARKER, "roberta") if loaded.config.is_roberta else (MASK_MARKER, "bert")
+            preprocessor = MaskedPartsPreprocessor(tokenizer_from_files(loaded.vocab_file, loaded.lower_case),
+                                                   seq_length, marker, layout, source=loaded.vocab_file)
         else:
             preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
         return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)

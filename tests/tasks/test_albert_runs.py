@@ -149,3 +149,77 @@ def test_a_task_that_needs_offsets_refuses_albert_before_writing(checkpoint, sha
     with pytest.raises(ValueError, match="tagging: a albert model's sentencepiece tokenizer is not supported"):
         run(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), config)
     assert not (tmp_path / "ner").exists()
+
+
+def _sentence_order_records(shared_data, checkpoint, path, count=16):
+    """Pre-training TFRecords (Google's features) of MRPC pairs as AlbertTokenizerFast packs them, 4 pieces masked,
+    every other pair swapped (sentence-order label 1)."""
+    tokenizer = transformers.AlbertTokenizerFast.from_pretrained(str(checkpoint))
+    rng = np.random.default_rng(0)
+
+    def ints(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for index, (first, second) in enumerate(_mrpc_sentences(shared_data, limit=count + 1)):
+            swapped = index % 2
+            encoded = tokenizer(*((second, first) if swapped else (first, second)), truncation="longest_first",
+                                max_length=SEQ, return_token_type_ids=True)
+            ids, types = encoded["input_ids"], encoded["token_type_ids"]
+            candidates = [i for i, piece in enumerate(ids) if piece not in tokenizer.all_special_ids]
+            positions = np.sort(rng.choice(candidates, 4, replace=False))
+            masked = np.array(ids)
+            masked[positions] = tokenizer.mask_token_id
+            pad = SEQ - len(ids)
+            features = {"input_ids": ints(list(masked) + [tokenizer.pad_token_id] * pad),
+                        "input_mask": ints([1] * len(ids) + [0] * pad), "segment_ids": ints(types + [0] * pad),
+                        "masked_lm_positions": ints(positions), "masked_lm_ids": ints(np.array(ids)[positions]),
+                        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * 4)),
+                        "next_sentence_labels": ints([swapped])}
+            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+    return path
+
+
+def test_mlm_sop_run_and_fill_mask_export_find_masks_as_transformers(checkpoint, shared_data, tmp_path):
+    """`run_pretraining --objective=mlm_sop` from the ALBERT checkpoint; its pretrainer/ loads as AlbertForPreTraining;
+    the fill-mask export finds `[MASK]` as AlbertTokenizerFast (ids equal), answers from the model's own head, and
+    runs in TF Serving's loader; its TFLite conversion names the string ops LiteRT lacks."""
+    from export import tflite
+    from export.saved_model import export
+    from official_bert import model_dir as model_dirs
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    records = _sentence_order_records(shared_data, checkpoint, tmp_path / "train.tfrecord")
+    model_dir = tmp_path / "mlm_sop"
+    task = PretrainingTask(input_files=str(records), eval_files=str(records), max_predictions_per_seq=4,
+                           num_warmup_steps=1, objective="mlm_sop")
+    results = run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                                  train_batch_size=8, eval_batch_size=8, num_train_steps=2, checkpoint_steps=100))
+    assert 0.0 <= results["sentence_order_accuracy"] <= 1.0
+    heads = transformers.AlbertForPreTraining.from_pretrained(str(model_dir / "pretrainer"))
+    assert heads.config.model_type == "albert"
+
+    version = export(str(model_dir), str(tmp_path / "export"), top_k=3)
+    served = tf.saved_model.load(version).signatures["serving_default"]
+    texts = ["The capital of France is [MASK].", "[MASK] likes [MASK] , and[MASK]", "no mask here", "[MASK]"]
+    out = served(text=tf.constant(texts))
+    reference = transformers.AlbertTokenizerFast.from_pretrained(str(model_dir / "encoder"))
+    loaded = model_dirs.load_model_dir(str(model_dir))
+    for row, sentence in enumerate(texts):
+        ids = reference(sentence, truncation=True, max_length=SEQ)["input_ids"]
+        positions = [i for i, piece in enumerate(ids) if piece == reference.mask_token_id]
+        assert int(out["num_masks"][row]) == len(positions)
+        assert list(out["mask_positions"].numpy()[row, :len(positions)]) == positions
+        if not positions:
+            continue
+        inputs = {"input_word_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
+                  "input_type_ids": tf.zeros([1, len(ids)], tf.int32)}
+        sequence = loaded.model.encoder(inputs, training=False)["sequence_output"]
+        logits = loaded.model.masked_lm(sequence, tf.constant([positions]))  # (1, masks, vocab)
+        expected = np.argsort(-logits.numpy()[0], axis=-1, kind="stable")[:, :3]
+        np.testing.assert_array_equal(out["top_k_ids"].numpy()[row, :len(positions)], expected)
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+    with pytest.raises(ValueError, match="needs ops TFLite lacks.*StringSplitV2"):
+        tflite.convert(version)

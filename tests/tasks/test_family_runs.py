@@ -182,18 +182,19 @@ def _roberta_mlm_records(shared_data, checkpoint, path, count=16):
 
 
 def _mask_markers_tokenize_as_transformers(directory):
-    """`MaskedBpePreprocessor` ids equal RobertaTokenizerFast's, with `<mask>` as its files give it (the space before
+    """`MaskedPartsPreprocessor` ids equal RobertaTokenizerFast's, with `<mask>` as its files give it (the space before
     it a "Ġ" piece) and as roberta-base's tokenizer.json declares it (`lstrip=True`)."""
     from tokenizers import AddedToken
 
-    from export.mlm_module import MaskedBpePreprocessor
+    from export.mlm_module import BPE_MASK_MARKER, MaskedPartsPreprocessor
     from official_bert.text.preprocessing import tokenizer_from_files
 
     texts = ["The capital of France is <mask>.", "<mask> likes <mask> , and<mask>", "a  <mask> b", "<mask>",
              "x\t<mask>\n<mask>y", "Zürich 🙂<mask>"]
     bpe = tokenizer_from_files(str(directory / "vocab.json"), False)
     for lstrip in (False, True):
-        ours = MaskedBpePreprocessor(bpe, SEQ, lstrip=lstrip).tokenize(tf.constant(texts)).to_list()
+        ours = MaskedPartsPreprocessor(bpe, SEQ, BPE_MASK_MARKER, "roberta", "vocab.json", lstrip=lstrip).tokenize(
+            tf.constant(texts)).to_list()
         reference = transformers.RobertaTokenizerFast.from_pretrained(
             str(directory), mask_token=AddedToken("<mask>", lstrip=lstrip, rstrip=False, special=True))
         assert ours == [reference(t, add_special_tokens=False)["input_ids"] for t in texts], lstrip
