@@ -30,14 +30,14 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs.")
 flags.DEFINE_string("output_file", None, "Output TFRecord name: comma-separated files, a name with one '*' "
                     "(replaced by NNNNN-of-MMMMM), or a prefix (shards <prefix>-NNNNN-of-MMMMM).")
-flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocab.txt, or ALBERT's SentencePiece spiece.model.")
 flags.DEFINE_boolean("do_lower_case", True, "Lower-case and strip accents (uncased models).")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance, [CLS] and [SEP]s included.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked-LM predictions per instance.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens predicted.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability that a document gets a random shorter target length.")
 flags.DEFINE_integer("dupe_factor", 10, "Passes over the input, each with different pairs and masks.")
-flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words (all their WordPiece pieces) at once.")
+flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words (all their pieces) at once.")
 flags.DEFINE_boolean("sentence_order", False, "ALBERT's sentence-order prediction labels instead of next-sentence "
                      "ones: B is the rest of the chunk, A and B swapped half the time (label 1 = swapped).")
 flags.DEFINE_boolean("ngram_masking", False, "ALBERT's n-gram masking: spans of 1 to 3 words (tokens, or whole "

@@ -61,7 +61,7 @@ class Distiller(keras.Model):
         self.alpha, self.temperature, self.hidden_weight = alpha, temperature, hidden_weight
         self.projection = None
         if hidden_weight > 0:
-            if layer_map is None or len(layer_map) != len(student.encoder.transformer_layers):
+            if layer_map is None or len(layer_map) != student.encoder.config.num_hidden_layers:
                 raise ValueError("the hidden-state loss needs a teacher layer for each student layer")
             self.layer_map = list(layer_map)
             self._student_features = _with_hidden_states(student)

@@ -27,7 +27,7 @@ def layer_importance(model, build_model, batches):
         return float(np.mean([float(task_loss(loss, weights, y, candidate(x, training=False))) for x, y in batches]))
 
     base = mean_loss(model)
-    depth = len(model.encoder.transformer_layers)
+    depth = model.encoder.config.num_hidden_layers  # ALBERT: repetitions of its shared blocks
     scores = []
     for left_out in range(depth):
         keep = [i for i in range(depth) if i != left_out]

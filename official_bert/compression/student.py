@@ -28,7 +28,14 @@ def parse_layers(text, num_teacher_layers):
 
 
 def student_config(teacher_config, layers):
-    """The teacher's `BertConfig` with `len(layers)` hidden layers."""
+    """The teacher's `BertConfig` with `len(layers)` hidden layers.
+
+    Raises:
+        ValueError: an ALBERT teacher whose `num_hidden_groups` does not divide `len(layers)`.
+    """
+    if teacher_config.is_albert and len(layers) % teacher_config.num_hidden_groups:
+        raise ValueError(f"--student_layers names {len(layers)} layers; the ALBERT teacher's layers share "
+                         f"{teacher_config.num_hidden_groups} weight groups, which must divide the student's depth")
     return dataclasses.replace(teacher_config, num_hidden_layers=len(layers))
 
 
@@ -42,6 +49,9 @@ def copy_teacher_weights(student, teacher, layers):
     """Copies the teacher's embeddings, the transformer layers `layers` (in order), the pooler and every head
     layer into the student, a task model of the same kind and width with `len(layers)` layers.
 
+    An ALBERT student gets the teacher's embedding projection and every shared block (its layers run the same
+    weights, fewer times): `layers` then sets only the depth.
+
     Args:
         student: a task model (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...) with `.encoder`.
         teacher: the trained task model of the same kind.
@@ -51,11 +61,15 @@ def copy_teacher_weights(student, teacher, layers):
         ValueError: the student's depth is not `len(layers)`, or a layer's weights differ in shape (named).
     """
     s_enc, t_enc = student.encoder, teacher.encoder
-    if len(s_enc.transformer_layers) != len(layers):
-        raise ValueError(f"the student has {len(s_enc.transformer_layers)} layers, but {len(layers)} teacher layers "
+    if s_enc.config.num_hidden_layers != len(layers):
+        raise ValueError(f"the student has {s_enc.config.num_hidden_layers} layers, but {len(layers)} teacher layers "
                          f"are named ({layers})")
     pairs = [(s_enc.embeddings, t_enc.embeddings)]
-    pairs += [(s_enc.transformer_layers[i], t_enc.transformer_layers[j]) for i, j in enumerate(layers)]
+    if t_enc.config.is_albert:  # shared blocks, group by group
+        pairs += [(s_enc.embedding_projection, t_enc.embedding_projection)]
+        pairs += list(zip(s_enc.transformer_layers, t_enc.transformer_layers))
+    else:
+        pairs += [(s_enc.transformer_layers[i], t_enc.transformer_layers[j]) for i, j in enumerate(layers)]
     if s_enc.pooler is not None and t_enc.pooler is not None:
         pairs.append((s_enc.pooler, t_enc.pooler))
     teacher_head = {layer.name: layer for layer in teacher.layers if layer is not t_enc}

@@ -40,17 +40,18 @@ from typing import List
 
 import numpy as np
 
-from official_bert.text.vocab import is_suffix_piece
+from official_bert.text.vocab import is_sentencepiece_continuation, is_suffix_piece
 
 
 @dataclasses.dataclass(frozen=True)
 class MaskingVocab:
-    """The ids the recipe needs: special tokens, vocabulary size and which ids are `##` word pieces.
+    """The ids the recipe needs: special tokens, vocabulary size and which ids continue a word (`##` pieces).
 
     Args:
         vocab_size: number of ids; random replacements are drawn uniformly from [0, vocab_size).
-        cls_id, sep_id, mask_id, pad_id: ids of [CLS], [SEP], [MASK], [PAD].
-        suffix_ids: frozenset of the ids of `##` continuation pieces (for whole-word masking).
+        cls_id, sep_id, mask_id, pad_id: ids of [CLS], [SEP], [MASK], [PAD] (ALBERT's SentencePiece: <pad>).
+        suffix_ids: frozenset of the ids of continuation pieces (for whole-word masking): WordPiece's `##`
+            pieces, or the SentencePiece pieces `is_sentencepiece_continuation` finds.
     """
 
     vocab_size: int
@@ -61,21 +62,30 @@ class MaskingVocab:
     suffix_ids: frozenset
 
     @classmethod
-    def from_tokens(cls, tokens):
-        """Builds it from a vocabulary list (index = id), as in `vocab.txt`."""
+    def from_tokens(cls, tokens, sentencepiece=False):
+        """Builds it from a vocabulary list (index = id), as in `vocab.txt`.
+
+        Args:
+            tokens: the vocabulary.
+            sentencepiece: the pieces of an ALBERT `spiece.model` (padding `<pad>`, words start with "▁").
+        """
         index = {}
         for i, token in enumerate(tokens):
             index.setdefault(token, i)
-        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") if t not in index]
+        pad = "<pad>" if sentencepiece else "[PAD]"
+        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", pad) if t not in index]
         if missing:
             raise ValueError(f"vocabulary lacks {', '.join(missing)}, needed for pre-training data")
-        suffix = frozenset(np.flatnonzero(is_suffix_piece(tokens)).tolist())
-        return cls(len(tokens), index["[CLS]"], index["[SEP]"], index["[MASK]"], index["[PAD]"], suffix)
+        continuation = is_sentencepiece_continuation(tokens) if sentencepiece else is_suffix_piece(tokens)
+        suffix = frozenset(np.flatnonzero(continuation).tolist())
+        return cls(len(tokens), index["[CLS]"], index["[SEP]"], index["[MASK]"], index[pad], suffix)
 
     @classmethod
     def from_tokenizer(cls, tokenizer):
-        """Builds it from an `official_bert.text.BertTokenizer`."""
-        return cls.from_tokens(tokenizer.get_vocab())
+        """Builds it from an `official_bert.text.BertTokenizer` or ALBERT's `SentencepieceTokenizer`."""
+        from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
+
+        return cls.from_tokens(tokenizer.get_vocab(), isinstance(tokenizer, SentencepieceTokenizer))
 
     def is_suffix_table(self):
         """bool array (vocab_size,): True on `##` pieces."""
@@ -91,7 +101,7 @@ def tokenize_documents(tokenizer, documents, batch_size=1024):
     sentence left, as in the original.
 
     Args:
-        tokenizer: a `BertTokenizer`.
+        tokenizer: a `BertTokenizer` (or ALBERT's `SentencepieceTokenizer`).
         documents: list of documents, each a list of str.
         batch_size: sentences per tokenizer call.
 

@@ -26,7 +26,7 @@ class PretrainingDataConfig:
     """The recipe and the tokenizer, everything a worker needs (picklable).
 
     Args:
-        vocab_file: WordPiece vocab.
+        vocab_file: WordPiece vocab.txt, or ALBERT's spiece.model.
         do_lower_case: uncased tokenization.
         max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor,
         do_whole_word_mask, random_seed: the recipe (flag names of the original).
@@ -65,12 +65,12 @@ class ChunkProcessor:
     """Tokenizes one chunk of documents and turns it into serialized, shuffled instances."""
 
     def __init__(self, config):
-        from official_bert.text import BertTokenizer
+        from official_bert.text.preprocessing import tokenizer_from_files
 
         pi.check_recipe(config.max_seq_length, config.max_predictions_per_seq, config.masked_lm_prob,
                         config.short_seq_prob)
         self.config = config
-        self.tokenizer = BertTokenizer(vocab_file=config.vocab_file, lower_case=config.do_lower_case)
+        self.tokenizer = tokenizer_from_files(config.vocab_file, config.do_lower_case)
         self.vocab = pi.MaskingVocab.from_tokenizer(self.tokenizer)
 
     def new_statistics(self):
@@ -137,9 +137,9 @@ def write_pretraining_records(input_files, output_paths, config, num_workers=2, 
                 stats = MaskingStatistics(result.stats.vocab, config.masked_lm_prob, config.max_predictions_per_seq,
                                           config.do_whole_word_mask, config.sentence_order, config.ngram_masking)
             if totals["chunks"] == 0 and result.first_tokens:
-                from official_bert.text.vocab import load_vocab
+                from official_bert.text.preprocessing import tokenizer_from_files
 
-                tokens = load_vocab(config.vocab_file)
+                tokens = tokenizer_from_files(config.vocab_file, config.do_lower_case).get_vocab()
                 logger.info("First instance: %s", " ".join(tokens[t] for t in result.first_tokens))
             writer.write(result.records)
             stats.merge(result.stats)

@@ -31,3 +31,27 @@ def is_suffix_piece(tokens: Sequence[str]) -> np.ndarray:
         tokens: the vocabulary, index = id.
     """
     return np.array([t.startswith(SUFFIX_INDICATOR) and t != SUFFIX_INDICATOR for t in tokens], bool)
+
+
+# ALBERT's whole-word rule for SentencePiece pieces (google-research/albert's create_pretraining_data): its
+# punctuation (string.punctuation less the apostrophe, "<", "=" and ">") stands alone or continues a word.
+_SENTENCEPIECE_PUNCTUATION = frozenset('!"#$%&()*+,-./:;?@[\\]^_`{|}~')
+_SENTENCEPIECE_CONTINUING = frozenset("abcdefghijklmnopqrstuvwxyz") | _SENTENCEPIECE_PUNCTUATION
+
+
+def is_sentencepiece_continuation(tokens: Sequence[str]) -> np.ndarray:
+    """Which SentencePiece pieces continue a word, by ALBERT's pre-training-data rule: bool (vocab,).
+
+    A piece starts a word when it begins with "▁" or "<", is one punctuation character, or holds any character
+    other than Latin letters and that punctuation (digits, the apostrophe, other scripts: whole pieces of their
+    own); every other piece continues the word before it.
+
+    Args:
+        tokens: the pieces, index = id.
+    """
+    def continues(piece):
+        if not piece or piece[0] in "▁<" or piece in _SENTENCEPIECE_PUNCTUATION:
+            return False
+        return all(c.lower() in _SENTENCEPIECE_CONTINUING for c in piece)
+
+    return np.array([continues(t) for t in tokens], bool)

@@ -102,3 +102,21 @@ def test_token_and_span_students(teacher):
                                                                             "end_logits": np.array([2, 3, 4, 5])}
         loss = float(distiller.compute_loss(x, y, distiller(x), training=False))
         assert np.isfinite(loss) and float(distiller.trackers["distill_loss"].result()) > 0
+
+
+def test_an_albert_student_runs_the_teachers_shared_blocks_fewer_times():
+    """ALBERT: the student gets the embeddings, the E -> H projection and every shared block; its layer k output
+    is the teacher's (the same weights, run k times)."""
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=40, initializer_range=0.5, model_type="albert",
+                        embedding_size=16, hidden_act="gelu_new", num_hidden_groups=2)
+    keras.utils.set_random_seed(2)
+    teacher = model_dirs.build_task_model(model_dirs.CLASSIFICATION, config, INFO)
+    student = _student(teacher, [0, 1])
+    x = _inputs()
+    student_states = student.encoder(x)["encoder_outputs"]
+    teacher_states = teacher.encoder(x)["encoder_outputs"]
+    assert len(student.encoder.transformer_layers) == len(teacher.encoder.transformer_layers) == 2
+    np.testing.assert_allclose(student_states[0], teacher_states[0], atol=1e-6)  # layer 1: group 0 in both
+    with pytest.raises(ValueError, match="share 2 weight groups"):
+        student_config(config, [0, 1, 2])
