@@ -98,20 +98,23 @@ def _time_training(run, steps, repeats, batch_size, workload):
 
 # ---- ours ----------------------------------------------------------------------------------------------------
 
-def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
+def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1, attention_dropout=0.1,
+          fused_attention=False):
     import keras
     import numpy as np
 
     from official_bert import BertConfig, BertEncoder, BertPretrainer
+    from official_bert.layers.attention import set_fused_attention
     from official_bert.models.pretrainer import split_features
     from official_bert.models import BertSpanLabeler
     from official_bert.optimization import create_optimizer
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    set_fused_attention(fused_attention)  # keras.ops.dot_product_attention where attention dropout is 0
     layers, hidden, heads, intermediate = SHAPES[WORKLOADS[workload][0]]
     config = BertConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                         intermediate_size=intermediate, hidden_dropout_prob=dropout,
-                        attention_probs_dropout_prob=dropout)
+                        attention_probs_dropout_prob=attention_dropout)
     encoder = BertEncoder(config)
     batch = synthetic_batch(workload, batch_size)
     optimizer = create_optimizer(1e-4, 10_000, 1_000, clip_norm=1.0)
@@ -138,14 +141,14 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1):
 
 # ---- Hugging Face transformers (PyTorch) ---------------------------------------------------------------------
 
-def _hf_torch(workload, batch_size, steps, repeats, compiled, dropout=0.1):
+def _hf_torch(workload, batch_size, steps, repeats, compiled, dropout=0.1, attention_dropout=0.1):
     import torch
     import transformers
 
     layers, hidden, heads, intermediate = SHAPES[WORKLOADS[workload][0]]
     config = transformers.BertConfig(vocab_size=VOCAB_SIZE, hidden_size=hidden, num_hidden_layers=layers,
                                      num_attention_heads=heads, intermediate_size=intermediate,
-                                     hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                                     hidden_dropout_prob=dropout, attention_probs_dropout_prob=attention_dropout,
                                      attn_implementation="sdpa")
     model_class = transformers.BertForPreTraining if workload == "pretrain" else transformers.BertForQuestionAnswering
     model = model_class(config).cuda().train()
@@ -205,14 +208,20 @@ def gemm_ceiling_tflops(size=8192, repeats=10):
 
 def _worker(args):
     if args.peer == "ours":
-        result = _ours(args.workload, args.batch_size, args.steps, args.repeats, args.steps_per_loop, args.dropout)
+        result = _ours(args.workload, args.batch_size, args.steps, args.repeats, args.steps_per_loop, args.dropout,
+                       _attention_dropout(args), args.fused_attention)
     elif args.peer == "gemm":
         tflops, name = gemm_ceiling_tflops()
         result = {"tflops": tflops, "device": name}
     else:
         result = _hf_torch(args.workload, args.batch_size, args.steps, args.repeats,
-                           compiled=args.peer == "hf_torch_compile", dropout=args.dropout)
+                           compiled=args.peer == "hf_torch_compile", dropout=args.dropout,
+                           attention_dropout=_attention_dropout(args))
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def _attention_dropout(args):
+    return args.dropout if args.attention_dropout is None else args.attention_dropout
 
 
 def _run_worker(peer, workload, batch_size, args):
@@ -220,6 +229,10 @@ def _run_worker(peer, workload, batch_size, args):
     command = [sys.executable, "-m", "benchmarks.gpu_train", "--worker", f"--peer={peer}",
                f"--workload={workload}", f"--batch_size={batch_size}", f"--steps={args.steps}",
                f"--repeats={args.repeats}", f"--steps_per_loop={args.steps_per_loop}", f"--dropout={args.dropout}"]
+    if args.attention_dropout is not None:
+        command.append(f"--attention_dropout={args.attention_dropout}")
+    if args.fused_attention:
+        command.append("--fused_attention")
     print("running:", " ".join(command[2:]), file=sys.stderr, flush=True)
     process = subprocess.run(command, capture_output=True, text=True, env=env)
     for line in process.stdout.splitlines():
@@ -272,6 +285,11 @@ def main(argv=None):
     parser.add_argument("--steps_per_loop", type=int, default=1,
                         help="ours: optimizer steps per host call (Keras steps_per_execution); divides --steps")
     parser.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout, both peers")
+    parser.add_argument("--attention_dropout", type=float, default=None,
+                        help="attention dropout alone, both peers (default: --dropout)")
+    parser.add_argument("--fused_attention", action="store_true",
+                        help="ours: keras.ops.dot_product_attention (flash attention on JAX GPU); it has no dropout, "
+                             "so it applies with --attention_dropout=0 only")
     parser.add_argument("--out", default=None, help="JSON file for the results")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--peer", help=argparse.SUPPRESS)

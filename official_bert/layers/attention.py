@@ -1,9 +1,32 @@
-"""BertSelfAttention: multi-head self-attention with the softmax in float32."""
+"""BertSelfAttention: multi-head self-attention with the softmax in float32, or Keras' fused attention on request.
+
+By default the scores, mask and softmax are computed by einsums in float32 (BERT's numerics, checked against
+transformers). After `set_fused_attention(True)`, inference and dropout-free training call
+`keras.ops.dot_product_attention` instead: one fused op that the backend may run as flash attention (JAX on GPU
+with bfloat16 inputs: cuDNN's kernel), at the backend's own softmax precision; `keras.config.
+disable_flash_attention()` still forbids the flash kernel inside it. Attention dropout has no fused form, so
+training with it keeps the einsum path. The switch is read when a layer is called (traced), so set it before
+building or compiling the model.
+"""
 
 import math
 
 import keras
 from keras import ops
+
+_fused_attention = False
+
+
+def set_fused_attention(enabled):
+    """Makes every `BertSelfAttention` called from now on use `keras.ops.dot_product_attention` where it can
+    (see the module notes); False restores the float32 einsum path."""
+    global _fused_attention
+    _fused_attention = bool(enabled)
+
+
+def fused_attention_enabled():
+    """Whether `set_fused_attention(True)` is in force."""
+    return _fused_attention
 
 
 class BertSelfAttention(keras.layers.Layer):
@@ -43,16 +66,27 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense.build((None, None, self.num_heads, self.head_size))
         self.built = True
 
+    def uses_fused_attention(self, training):
+        """Whether a call runs `keras.ops.dot_product_attention`: `set_fused_attention(True)` and no attention dropout
+        to apply."""
+        return _fused_attention and (not training or self.dropout_rate == 0)
+
     def call(self, hidden_states, attention_mask, training=None):
         """Args:
             hidden_states: (batch, seq, hidden).
             attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding (never attended to).
         """
-        # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
-        attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         query = self.query(hidden_states)  # (batch, seq, heads, head_size)
         key = self.key(hidden_states)  # (batch, seq, heads, head_size)
         value = self.value(hidden_states)  # (batch, seq, heads, head_size)
+        if self.uses_fused_attention(training):
+            attend = ops.cast(attention_mask, "bool")[:, None, None, :]  # (batch, 1, 1, seq): True where attended
+            context = ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
+                                                flash_attention=None if keras.config.is_flash_attention_enabled() is
+                                                not False else False)  # (batch, seq, heads, head_size)
+            return self.output_dense(context)  # (batch, seq, hidden)
+        # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
+        attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, seq, seq)
         scores = ops.cast(scores, "float32") + attention_bias
