@@ -108,7 +108,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
     Args:
         file_patterns: comma-separated globs or a list; text files with one sentence per line and a blank
             line between documents.
-        tokenizer: an `official_bert.text.BertTokenizer`.
+        tokenizer: an `official_bert.text.BertTokenizer`, or ALBERT's `SentencepieceTokenizer`.
         batch_size: the batch size of this dataset (per replica under `distribute_datasets_from_function`).
         max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, do_whole_word_mask: the recipe.
         is_training: shuffle files and instances, new pairs and masks every epoch, repeat forever, drop the

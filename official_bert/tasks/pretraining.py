@@ -5,7 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import TOKENIZER_KINDS, WORDPIECE, Task
+from official_bert.tasks.base import SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE, Task
 
 logger = logging.getLogger(__name__)
 
@@ -147,9 +147,10 @@ class PretrainingTask(Task):
 
     @property
     def tokenizer_kinds(self):
-        """TFRecords hold ids (any tokenizer's, RoBERTa's and ALBERT's included); raw text is masked with
-        WordPiece's `##` pieces and BERT's packing, so `--text_files` reads WordPiece only."""
-        return (WORDPIECE,) if self.text_files else TOKENIZER_KINDS
+        """TFRecords hold ids (any tokenizer's, RoBERTa's and ALBERT's included); raw text is packed
+        `[CLS] A [SEP] B [SEP]` and masked by whole words of WordPiece or ALBERT's SentencePiece, so `--text_files`
+        refuses RoBERTa (its byte-level BPE packs `<s> A </s></s> B </s>`)."""
+        return (WORDPIECE, SENTENCEPIECE) if self.text_files else TOKENIZER_KINDS
 
     @property
     def needs_vocab(self):

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
+from fill_mask_checks import assert_fill_mask_as_transformers
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.tagging import TaggingTask
@@ -200,26 +201,46 @@ def test_mlm_sop_run_and_fill_mask_export_find_masks_as_transformers(checkpoint,
     assert heads.config.model_type == "albert"
 
     version = export(str(model_dir), str(tmp_path / "export"), top_k=3)
-    served = tf.saved_model.load(version).signatures["serving_default"]
     texts = ["The capital of France is [MASK].", "[MASK] likes [MASK] , and[MASK]", "no mask here", "[MASK]"]
-    out = served(text=tf.constant(texts))
     reference = transformers.AlbertTokenizerFast.from_pretrained(str(model_dir / "encoder"))
-    loaded = model_dirs.load_model_dir(str(model_dir))
-    for row, sentence in enumerate(texts):
-        ids = reference(sentence, truncation=True, max_length=SEQ)["input_ids"]
-        positions = [i for i, piece in enumerate(ids) if piece == reference.mask_token_id]
-        assert int(out["num_masks"][row]) == len(positions)
-        assert list(out["mask_positions"].numpy()[row, :len(positions)]) == positions
-        if not positions:
-            continue
-        inputs = {"input_word_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
-                  "input_type_ids": tf.zeros([1, len(ids)], tf.int32)}
-        sequence = loaded.model.encoder(inputs, training=False)["sequence_output"]
-        logits = loaded.model.masked_lm(sequence, tf.constant([positions]))  # (1, masks, vocab)
-        expected = np.argsort(-logits.numpy()[0], axis=-1, kind="stable")[:, :3]
-        np.testing.assert_array_equal(out["top_k_ids"].numpy()[row, :len(positions)], expected)
+    assert_fill_mask_as_transformers(version, model_dirs.load_model_dir(str(model_dir)), reference, texts, SEQ, 3)
     check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
                            capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
     with pytest.raises(ValueError, match="needs ops TFLite lacks.*StringSplitV2"):
         tflite.convert(version)
+
+
+def test_mlm_sop_from_text_files_masks_whole_sentencepiece_words(checkpoint, shared_data, tmp_path):
+    """`run_pretraining --text_files` with ALBERT: its SentencePiece in the input pipeline, sentence-order pairs and
+    whole-word masks (ALBERT's start-piece rule) drawn on the fly."""
+    from official_bert.data.dynamic_masking import dynamic_masking_dataset
+    from official_bert.data.pretraining_instances import MaskingVocab
+    from official_bert.tasks.pretraining import PretrainingTask
+    from official_bert.text.sentencepiece_tokenizer import load_sentencepiece_tokenizer
+
+    lines = []
+    for index, (first, second) in enumerate(_mrpc_sentences(shared_data, limit=121)):
+        lines += [first, second] + ([""] if index % 4 == 3 else [])  # documents of 8 sentences
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n".join(lines), encoding="utf-8")
+    tokenizer = load_sentencepiece_tokenizer(str(checkpoint))
+    vocab = MaskingVocab.from_tokenizer(tokenizer)
+    batch = next(iter(dynamic_masking_dataset([str(text)], tokenizer, 8, SEQ, 5, do_whole_word_mask=True,
+                                              sentence_order=True)))
+    positions, weights = batch["masked_lm_positions"].numpy(), batch["masked_lm_weights"].numpy()
+    originals, continuations = batch["input_word_ids"].numpy().copy(), 0
+    for row in range(len(originals)):
+        chosen = set(positions[row][weights[row] > 0].tolist())
+        originals[row, sorted(chosen)] = batch["masked_lm_ids"].numpy()[row][weights[row] > 0]
+        for p in chosen:  # a continuation piece is masked only with the piece before it
+            if originals[row, p] in vocab.suffix_ids and originals[row, p - 1] not in (vocab.cls_id, vocab.sep_id):
+                assert p - 1 in chosen, (row, p)
+                continuations += 1
+    assert continuations > 0  # whole words of several pieces were masked
+    model_dir = tmp_path / "sop_text"
+    task = PretrainingTask(text_files=str(text), max_predictions_per_seq=5, num_warmup_steps=1, objective="mlm_sop",
+                           do_whole_word_mask=True)
+    run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                        train_batch_size=8, num_train_steps=2, checkpoint_steps=100, do_eval=False))
+    assert (model_dir / "pretrainer" / "spiece.model").is_file()

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from export.saved_model import build_module
+from fill_mask_checks import assert_fill_mask_as_transformers
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.tagging import TaggingTask
@@ -220,24 +221,9 @@ def test_masked_lm_run_and_export_of_roberta_fill_mask_as_transformers(trained, 
     run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
                         train_batch_size=8, num_train_steps=2, checkpoint_steps=100, do_eval=False))
     version = export(str(model_dir), str(tmp_path / "export"), top_k=3)
-    served = tf.saved_model.load(version).signatures["serving_default"]
     texts = ["The capital of France is <mask>.", "<mask> likes <mask> , and<mask>", "no mask here", "<mask>"]
-    out = served(text=tf.constant(texts))
     reference = transformers.RobertaTokenizerFast.from_pretrained(str(model_dir / "encoder"))
-    loaded = model_dirs.load_model_dir(str(model_dir))
-    for row, sentence in enumerate(texts):
-        ids = reference(sentence, truncation=True, max_length=SEQ)["input_ids"]
-        positions = [i for i, piece in enumerate(ids) if piece == reference.mask_token_id]
-        assert int(out["num_masks"][row]) == len(positions)
-        assert list(out["mask_positions"].numpy()[row, :len(positions)]) == positions
-        if not positions:
-            continue
-        inputs = {"input_word_ids": tf.constant([ids]), "input_mask": tf.ones([1, len(ids)], tf.int32),
-                  "input_type_ids": tf.zeros([1, len(ids)], tf.int32)}
-        sequence = loaded.model.encoder(inputs, training=False)["sequence_output"]
-        logits = loaded.model.masked_lm(sequence, tf.constant([positions]))  # (1, masks, vocab)
-        expected = np.argsort(-logits.numpy()[0], axis=-1, kind="stable")[:, :3]
-        np.testing.assert_array_equal(out["top_k_ids"].numpy()[row, :len(positions)], expected)
+    assert_fill_mask_as_transformers(version, model_dirs.load_model_dir(str(model_dir)), reference, texts, SEQ, 3)
     _mask_markers_tokenize_as_transformers(model_dir / "encoder")
     check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
                            capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
