@@ -61,7 +61,23 @@ def hf_outputs(model, inputs, labels):
         out = model(input_ids=torch.tensor(inputs["input_word_ids"]).long(),
                     attention_mask=torch.tensor(inputs["input_mask"]).long(),
                     token_type_ids=torch.tensor(inputs["input_type_ids"]).long(),
-                    labels=torch.tensor(mlm_labels), next_sentence_label=torch.tensor(labels["next_sentence_labels"].astype(np.int64)))
+                    labels=torch.tensor(mlm_labels),
+                    next_sentence_label=torch.tensor(labels["next_sentence_labels"].astype(np.int64)))
     logits = out.prediction_logits.numpy()  # (batch, seq, vocab)
     gathered = np.take_along_axis(logits, inputs["masked_lm_positions"][..., None].astype(np.int64), axis=1)
     return gathered, out.seq_relationship_logits.numpy(), float(out.loss)
+
+
+def torch_adamw(reference, learning_rate, steps, warmup, weight_decay, epsilon):
+    """transformers' fine-tuning optimizer for `reference`: torch AdamW, no weight decay on biases and LayerNorms,
+    linear warmup then linear decay (what `official_bert.optimization.create_optimizer` builds).
+
+    Returns: `(optimizer, schedule)`; step both after each backward pass.
+    """
+    no_decay = [p for n, p in reference.named_parameters() if n.endswith("bias") or "LayerNorm" in n
+                or "layer_norm" in n]
+    decay = [p for n, p in reference.named_parameters() if not any(p is q for q in no_decay)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=learning_rate, eps=epsilon)
+    return optimizer, transformers.get_linear_schedule_with_warmup(optimizer, warmup, steps)
+

@@ -1,10 +1,11 @@
-"""ALBERT: our encoder and every head equal transformers' on tiny random models; Google's ALBERT names round-trip.
+"""ALBERT's own checkpoint checks: the encoder inside a task checkpoint (the `albert.` prefix), the pre-training heads
+(masked LM + sentence order), and Google's ALBERT names round-tripping. The encoder and the task heads of every family,
+ALBERT's included, are checked in test_family_parity.py.
 
-transformers' `AlbertModel`, `AlbertForSequenceClassification`, `AlbertForTokenClassification`,
-`AlbertForQuestionAnswering`, `AlbertForMultipleChoice`, `AlbertForMaskedLM` and `AlbertForPreTraining` are built from
-one config that exercises both of ALBERT's parameter reductions (embeddings of width E=16 projected to H=32; 4 layers
-sharing 2 groups of 2 blocks), with random weights (LayerNorms and biases too), saved with `save_pretrained` and
-loaded by us without torch.
+transformers' `AlbertModel`, `AlbertForSequenceClassification` and `AlbertForPreTraining` are built from one config
+that exercises both of ALBERT's parameter reductions (embeddings of width E=16 projected to H=32; 4 layers sharing 2
+groups of 2 blocks), with random weights (LayerNorms and biases too), saved with `save_pretrained` and loaded by us
+without torch.
 """
 
 import json
@@ -12,10 +13,9 @@ import json
 import numpy as np
 import pytest
 
-from official_bert import (BertClassifier, BertConfig, BertEncoder, BertMultipleChoice, BertPretrainer,
-                           BertSpanLabeler, BertTokenClassifier)
+from official_bert import (BertConfig, BertEncoder, BertPretrainer)
 from official_bert.checkpoints import (encoder_specs, head_specs, load_config, load_encoder, load_pretrainer_weights,
-                                       load_task_weights, open_checkpoint, save_encoder, save_pretrainer,
+                                       open_checkpoint, save_pretrainer,
                                        write_google_checkpoint)
 
 torch = pytest.importorskip("torch")
@@ -26,12 +26,11 @@ VOCAB, SEQ = 99, 12
 HF_CONFIG = dict(vocab_size=VOCAB, embedding_size=16, hidden_size=32, num_hidden_layers=4, num_hidden_groups=2,
                  inner_group_num=2, num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ,
                  type_vocab_size=2, hidden_act="gelu_new", layer_norm_eps=1e-12, pad_token_id=0)
-HEADS = ("Model", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
-         "ForMultipleChoice", "ForMaskedLM", "ForPreTraining")
+HEADS = ("Model", "ForSequenceClassification", "ForPreTraining")
 
 
 def _hf_model(head, seed):
-    num_labels = 3 if head in ("ForSequenceClassification", "ForTokenClassification") else 2
+    num_labels = 3 if head == "ForSequenceClassification" else 2
     config = transformers.AlbertConfig(**HF_CONFIG, num_labels=num_labels, attn_implementation="eager")
     torch.manual_seed(seed)
     model = getattr(transformers, f"Albert{head}")(config).eval()
@@ -82,79 +81,22 @@ def test_config_reads_transformers_albert_config(models):
     assert (config.embedding_size, config.num_hidden_groups, config.inner_group_num) == (16, 2, 2)
 
 
-@pytest.mark.parametrize("head", ["Model", "ForSequenceClassification"])  # without and with the `albert.` prefix
-def test_encoder_equals_transformers_and_saves_back(models, head, tmp_path):
-    reference, directory = models[head]
+def test_encoder_inside_a_task_checkpoint_equals_transformers(models):
+    """`AlbertForSequenceClassification`'s encoder weights carry the `albert.` prefix."""
+    reference, directory = models["ForSequenceClassification"]
     encoder, config = load_encoder(str(directory))
     assert len(encoder.transformer_layers) == 4  # 2 groups x 2 blocks, shared by the 4 layers
     inputs = _inputs()
     outputs = encoder(inputs)
     assert len(outputs["encoder_outputs"]) == config.num_hidden_layers
     with torch.no_grad():
-        expected = (reference.albert if head != "Model" else reference)(**_torch(inputs))
+        expected = reference.albert(**_torch(inputs))
     _close(outputs["sequence_output"], expected.last_hidden_state)
     _close(outputs["pooled_output"], expected.pooler_output)
-
-    save_encoder(encoder, str(tmp_path / "ours"))
-    reloaded = transformers.AutoModel.from_pretrained(str(tmp_path / "ours"), attn_implementation="eager").eval()
-    assert type(reloaded) is transformers.AlbertModel
-    with torch.no_grad():
-        again = reloaded(**_torch(inputs))
-    _close(outputs["sequence_output"], again.last_hidden_state)
-    _close(outputs["pooled_output"], again.pooler_output)
-
-
-@pytest.mark.parametrize("head,build", [
-    ("ForSequenceClassification", lambda encoder: BertClassifier(encoder, num_classes=3)),
-    ("ForTokenClassification", lambda encoder: BertTokenClassifier(encoder, num_labels=3)),
-    ("ForQuestionAnswering", lambda encoder: BertSpanLabeler(encoder)),
-])
-def test_task_heads_equal_transformers(models, head, build):
-    reference, directory = models[head]
-    model = build(BertEncoder(load_config(open_checkpoint(str(directory)))))
-    assert load_task_weights(model.encoder, head_specs(model), str(directory), optional_pooler=True)
-    inputs = _inputs()
-    ours = model(inputs)
-    with torch.no_grad():
-        expected = reference(**_torch(inputs))
-    if head == "ForQuestionAnswering":
-        _close(ours["start_logits"], expected.start_logits)
-        _close(ours["end_logits"], expected.end_logits)
-    else:
-        _close(ours, expected.logits)
-
-
-def test_multiple_choice_head_equals_transformers(models):
-    reference, directory = models["ForMultipleChoice"]
-    model = BertMultipleChoice(BertEncoder(load_config(open_checkpoint(str(directory)))))
-    assert load_task_weights(model.encoder, head_specs(model), str(directory))
-    inputs = _inputs()
-    choices = {k: np.stack([v, v[::-1]], axis=0) for k, v in inputs.items()}  # (2 questions, 2 choices, seq)
-    with torch.no_grad():
-        expected = reference(**{k: v.reshape(2, 2, SEQ) for k, v in _torch(
-            {k: v.reshape(4, SEQ) for k, v in choices.items()}).items()})
-    _close(model(choices), expected.logits)
 
 
 def _all_positions():
     return np.tile(np.arange(SEQ, dtype=np.int32), (2, 1))
-
-
-def test_masked_lm_head_equals_transformers_and_saves_back(models, tmp_path):
-    reference, directory = models["ForMaskedLM"]
-    pretrainer = BertPretrainer(BertEncoder(load_config(open_checkpoint(str(directory)))), objective="mlm")
-    assert load_pretrainer_weights(pretrainer, str(directory)) == {"masked_lm": True, "next_sentence": False}
-    inputs = _inputs()
-    ours = pretrainer({**inputs, "masked_lm_positions": _all_positions()})["mlm_logits"]
-    with torch.no_grad():
-        _close(ours, reference(**_torch(inputs)).logits)
-
-    save_pretrainer(pretrainer, str(tmp_path / "ours"))
-    reloaded = transformers.AutoModelForMaskedLM.from_pretrained(str(tmp_path / "ours"),
-                                                                 attn_implementation="eager").eval()
-    assert type(reloaded) is transformers.AlbertForMaskedLM
-    with torch.no_grad():
-        _close(ours, reloaded(**_torch(inputs)).logits)
 
 
 def test_pretraining_heads_equal_transformers_and_save_back(models, tmp_path):

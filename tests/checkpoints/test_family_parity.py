@@ -1,4 +1,5 @@
-"""RoBERTa, XLM-RoBERTa and DistilBERT: our encoder and every task head equal transformers' on tiny random models.
+"""RoBERTa, XLM-RoBERTa, DistilBERT and ALBERT: our encoder and every task head equal transformers' on tiny random
+models (ALBERT's own checks, its pre-training heads and Google's names, are in test_albert_parity.py).
 
 Each family's transformers models (`*Model`, `*ForSequenceClassification`, `*ForTokenClassification`,
 `*ForQuestionAnswering`, `*ForMultipleChoice`, `*ForMaskedLM`) are built from one seeded config with random
@@ -33,6 +34,12 @@ FAMILIES = {
     "distilbert": dict(cls="DistilBert", config=dict(vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4,
                                                         hidden_dim=37, max_position_embeddings=SEQ,
                                                         activation="gelu", pad_token_id=0)),
+    # both of ALBERT's reductions: embeddings of width 16 projected to 32; 4 layers sharing 2 groups of 2 blocks
+    "albert": dict(cls="Albert", segments=True, config=dict(vocab_size=VOCAB, embedding_size=16, hidden_size=32,
+                                                             num_hidden_layers=4, num_hidden_groups=2,
+                                                             inner_group_num=2, num_attention_heads=4,
+                                                             intermediate_size=37, max_position_embeddings=SEQ,
+                                                             hidden_act="gelu_new", pad_token_id=0)),
 }
 HEADS = ("Model", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
          "ForMultipleChoice", "ForMaskedLM")
@@ -50,13 +57,14 @@ def _hf_model(family, head, seed):
     return model
 
 
-def _inputs(pad_id, batch=2, seed=0):
+def _inputs(pad_id, segments=False, batch=2, seed=0):
     rng = np.random.default_rng(seed)
     ids = rng.integers(3, VOCAB, size=(batch, SEQ)).astype(np.int32)
     mask = np.ones_like(ids)
     mask[1, 7:] = 0  # a padded row
     ids[mask == 0] = pad_id
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+    types = ((np.arange(SEQ)[None] >= 5) * mask).astype(np.int32) if segments else np.zeros_like(ids)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -69,12 +77,15 @@ def family(request, tmp_path_factory):
         model = _hf_model(name, head, seed=i)
         model.save_pretrained(root / head)
         models[head] = (model, root / head)
-    return name, models, _inputs(FAMILIES[name]["config"]["pad_token_id"])
+    return name, models, _inputs(FAMILIES[name]["config"]["pad_token_id"], FAMILIES[name].get("segments", False))
 
 
 def _torch(inputs):
-    return dict(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-                attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long))
+    tensors = dict(input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
+                   attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long))
+    if inputs["input_type_ids"].any():  # two segments (the families with token types)
+        tensors["token_type_ids"] = torch.tensor(inputs["input_type_ids"], dtype=torch.long)
+    return tensors
 
 
 def _close(ours, theirs):

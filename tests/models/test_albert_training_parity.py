@@ -9,6 +9,8 @@ from official_bert import BertEncoder, BertPretrainer
 from official_bert.checkpoints import load_config, load_pretrainer_weights, open_checkpoint
 from official_bert.optimization import create_optimizer
 
+from hf_pretraining import torch_adamw
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
@@ -69,12 +71,7 @@ def test_albert_mlm_sop_losses_equal_transformers_step_for_step(tmp_path):
     pretrainer.compile(optimizer=create_optimizer(LEARNING_RATE, STEPS, WARMUP, weight_decay=WEIGHT_DECAY,
                                                   epsilon=EPSILON, clip_norm=1.0), jit_compile=False)
 
-    no_decay = [p for n, p in reference.named_parameters() if n.endswith("bias") or "LayerNorm" in n
-                or "layer_norm" in n]
-    decay = [p for n, p in reference.named_parameters() if not any(p is q for q in no_decay)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                                   {"params": no_decay, "weight_decay": 0.0}], lr=LEARNING_RATE, eps=EPSILON)
-    schedule = transformers.get_linear_schedule_with_warmup(optimizer, WARMUP, STEPS)
+    optimizer, schedule = torch_adamw(reference, LEARNING_RATE, STEPS, WARMUP, WEIGHT_DECAY, EPSILON)
     reference.train()
 
     ours, theirs = [], []
