@@ -16,7 +16,6 @@ the README.
 
 import errno
 import json
-import logging
 import os
 import shutil
 import tempfile
@@ -119,37 +118,24 @@ def _squad_module(model_dir, info, model, preprocessor, assets):
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
-    """The module of a Hugging Face / Google encoder checkpoint directory."""
+    """The module of a Hugging Face / Google encoder checkpoint directory, with its family's tokenizer."""
     from export.encoder_module import EncoderModule
-    from official_bert.text import TextPreprocessor
     from official_bert.checkpoints import load_encoder
-    from official_bert.checkpoints.vocab import find_vocab
-    from official_bert.text.preprocessing import BpeVocab, SentencepieceVocab, text_preprocessor, write_tokenizer_files
-    from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
+    from official_bert.text.preprocessing import (find_family_vocab, resolve_casing, text_preprocessor,
+                                                  write_tokenizer_files)
 
     encoder, config = load_encoder(checkpoint_dir)
     _quantize(encoder, quantize)
-    if config.is_roberta or config.is_albert:  # byte-level BPE (vocab.json + merges.txt) or SentencePiece
-        vocab = BpeVocab.find(checkpoint_dir) if config.is_roberta else SentencepieceVocab.find(checkpoint_dir)
-        lower = config.is_albert and sentencepiece_lower_case(os.path.dirname(vocab.model_file))
-        vocab_file = write_tokenizer_files(vocab, staging_dir)
-        seq_length = max_seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
-        _check_seq_length(seq_length, config, checkpoint_dir)
-        return EncoderModule(encoder, text_preprocessor(vocab_file, lower, seq_length), _tokenizer_assets(vocab_file))
-    tokens, lower, source = find_vocab(checkpoint_dir)
-    if len(tokens) != config.vocab_size:
-        raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")
-    if lower is None:
-        lower = True
-        logging.warning("Casing of %s unknown; lower-casing", source)
+    vocab, lower, source = find_family_vocab(checkpoint_dir, config.model_type, config.vocab_size)
     seq_length = max_seq_length
     sentence_config = os.path.join(checkpoint_dir, "sentence_bert_config.json")
     if seq_length is None and os.path.isfile(sentence_config):  # sentence-transformers' own limit
         seq_length = _read_json(sentence_config).get("max_seq_length")
-    seq_length = seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_position_embeddings)
+    seq_length = seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
     _check_seq_length(seq_length, config, checkpoint_dir)
-    vocab_file = _write_lines(os.path.join(staging_dir, "vocab.txt"), tokens)
-    return EncoderModule(encoder, TextPreprocessor(vocab_file, lower, seq_length), {"vocab.txt": vocab_file})
+    vocab_file = write_tokenizer_files(vocab, staging_dir)
+    return EncoderModule(encoder, text_preprocessor(vocab_file, resolve_casing(lower, source), seq_length),
+                         _tokenizer_assets(vocab_file))
 
 
 # --precision -> the Keras dtype policy the served model is built under. "bfloat16" stores the weights in bfloat16

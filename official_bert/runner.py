@@ -138,11 +138,7 @@ def resolve_checkpoint_settings(config, task):
             sequence length over the model's position limit.
     """
     from official_bert.checkpoints import load_config, open_checkpoint
-    from official_bert.checkpoints.vocab import find_vocab
-    from official_bert.text.preprocessing import (BpeVocab, SentencepieceVocab, is_bpe_vocab_file,
-                                                  is_sentencepiece_model_file)
-    from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
-    from official_bert.text.vocab import load_vocab
+    from official_bert.text.preprocessing import check_vocab_size, find_family_vocab, read_vocab_file, resolve_casing
 
     if is_finished_run(config):  # evaluation / prediction of a trained model_dir: its model, vocab and casing
         from official_bert.config import BertConfig
@@ -150,12 +146,7 @@ def resolve_checkpoint_settings(config, task):
         info = model_dirs.read_task_info(config.model_dir)
         bert_config = BertConfig.from_json_file(os.path.join(config.model_dir, model_dirs.CONFIG_FILE))
         vocab = model_dirs.vocab_file_of(config.model_dir, bert_config)
-        if bert_config.is_roberta:
-            tokens = BpeVocab.find(config.model_dir) if os.path.isfile(vocab) else None
-        elif bert_config.is_albert:
-            tokens = SentencepieceVocab(vocab) if os.path.isfile(vocab) else None
-        else:
-            tokens = load_vocab(vocab) if os.path.isfile(vocab) else None
+        tokens = read_vocab_file(vocab) if os.path.isfile(vocab) else None
         _check_sequence_length(config, bert_config)
         return bert_config, tokens, bool(info["do_lower_case"])
     if not config.init_checkpoint and task.needs_init_checkpoint:
@@ -163,20 +154,11 @@ def resolve_checkpoint_settings(config, task):
     init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
     bert_config = task.model_config() or load_config(open_checkpoint(init))
     tokens, lower, source = None, None, None
-    if config.vocab_file and is_bpe_vocab_file(config.vocab_file):  # RoBERTa's vocab.json, merges.txt beside it
-        tokens, source = BpeVocab.find(os.path.dirname(os.path.abspath(config.vocab_file))), config.vocab_file
-    elif config.vocab_file and is_sentencepiece_model_file(config.vocab_file):  # ALBERT's spiece.model
-        tokens, source = SentencepieceVocab(config.vocab_file), config.vocab_file
-    elif config.vocab_file:
-        tokens, source = load_vocab(config.vocab_file), config.vocab_file
-    elif init and bert_config.is_roberta:  # byte-level BPE: no casing
-        tokens, lower, source = BpeVocab.find(init), False, init
-    elif init and bert_config.is_albert:  # SentencePiece: casing from tokenizer_config.json (lower-cased by default)
-        tokens, source = SentencepieceVocab.find(init), init
-        lower = sentencepiece_lower_case(os.path.dirname(tokens.model_file))
+    if config.vocab_file:  # vocab.txt, RoBERTa's vocab.json (merges.txt beside it) or ALBERT's spiece.model
+        tokens, source = read_vocab_file(config.vocab_file), config.vocab_file
     elif init:
         try:
-            tokens, lower, source = find_vocab(init)
+            tokens, lower, source = find_family_vocab(init, bert_config.model_type)
         except FileNotFoundError:
             if task.needs_vocab:
                 raise
@@ -186,14 +168,11 @@ def resolve_checkpoint_settings(config, task):
         lower = model_dirs.read_task_info(config.init_checkpoint)["do_lower_case"]
     if config.do_lower_case is not None:
         lower = config.do_lower_case
-    if lower is None:
-        lower = True
-        if tokens is not None:
-            logger.warning("Casing of %s unknown; lower-casing (pass --do_lower_case=false for a cased model)",
-                           source)
-    if tokens is not None and len(tokens) != bert_config.vocab_size:
-        raise ValueError(f"{source}: {len(tokens)} tokens, but the model's config has vocab_size="
-                         f"{bert_config.vocab_size}")
+    if tokens is None:
+        lower = True if lower is None else lower
+    else:
+        lower = resolve_casing(lower, source, " (pass --do_lower_case=false for a cased model)")
+        check_vocab_size(tokens, bert_config.vocab_size, source)
     _check_sequence_length(config, bert_config)
     return bert_config, tokens, bool(lower)
 

@@ -1,15 +1,8 @@
 """Loads an encoder and the tokenizer that belongs to it, from any checkpoint the library reads."""
 
-import logging
-
 from official_bert.checkpoints import load_encoder
-from official_bert.checkpoints.vocab import find_vocab
 from official_bert.model_dir import resolve_init_checkpoint
-from official_bert.text import BertTokenizer
-from official_bert.text.preprocessing import load_tokenizer
-from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
-
-logger = logging.getLogger(__name__)
+from official_bert.text.preprocessing import find_family_vocab, resolve_casing, tokenizer_of
 
 
 def load_encoder_and_tokenizer(path, lower_case=None):
@@ -30,19 +23,5 @@ def load_encoder_and_tokenizer(path, lower_case=None):
     if config.is_roberta and lower_case is not None:
         raise ValueError(f"{path}: a {config.model_type} checkpoint, whose byte-level BPE keeps case; leave "
                          "do_lower_case / lower_case unset")
-    if config.is_roberta or config.is_albert:
-        tokenizer, _ = load_tokenizer(path, config.model_type)  # raises for XLM-RoBERTa (SentencePiece)
-        if lower_case is not None:  # ALBERT: the caller's casing over tokenizer_config.json's
-            tokenizer = SentencepieceTokenizer(model_file=tokenizer.model_file, lower_case=lower_case)
-        if tokenizer.vocab_size != config.vocab_size:
-            raise ValueError(f"{path}: the {config.model_type} tokenizer has {tokenizer.vocab_size} tokens, but the "
-                             f"config has vocab_size={config.vocab_size}")
-        return encoder, tokenizer
-    tokens, found_lower, source = find_vocab(path)
-    if len(tokens) != config.vocab_size:
-        raise ValueError(f"{source}: {len(tokens)} tokens, but the config has vocab_size={config.vocab_size}")
-    if lower_case is None:
-        lower_case = True if found_lower is None else found_lower
-        if found_lower is None:
-            logger.warning("Casing of %s unknown; lower-casing", source)
-    return encoder, BertTokenizer(vocab=tokens, lower_case=lower_case)
+    vocab, found_lower, source = find_family_vocab(path, config.model_type, config.vocab_size)
+    return encoder, tokenizer_of(vocab, resolve_casing(found_lower if lower_case is None else lower_case, source))

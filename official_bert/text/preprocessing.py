@@ -211,6 +211,76 @@ def tokenizer_directory(directory) -> str:
     return directory
 
 
+def find_family_vocab(directory, model_type, vocab_size=None):
+    """The tokenizer files of a checkpoint directory (or model_dir) for a family, their casing and their source.
+
+    Args:
+        directory: a Hugging Face or Google checkpoint directory, or a model_dir of ours.
+        model_type: the family (`BertConfig.model_type`).
+        vocab_size: the model's `vocab_size`, checked when given.
+    Returns: `(vocab, lower, source)`: `vocab` is WordPiece's list of tokens, a `BpeVocab` (RoBERTa) or a
+        `SentencepieceVocab` (ALBERT); `lower` the casing found there (False for the byte-level BPE, which keeps
+        case; None when unknown: see `resolve_casing`); `source` the file (or directory) named in errors.
+    Raises:
+        FileNotFoundError: the family's tokenizer files are missing (named); ValueError: XLM-RoBERTa, or a vocab of
+            another size than `vocab_size`.
+    """
+    files = tokenizer_directory(os.fspath(directory))
+    if model_type == "xlm-roberta":
+        raise ValueError(f"{directory}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
+                         "in-graph preprocessor here yet; RoBERTa (vocab.json + merges.txt), BERT and DistilBERT do")
+    if model_type == "roberta":
+        vocab, lower, source = BpeVocab.find(files), False, os.path.join(files, BPE_FILES[0])
+    elif model_type == "albert":
+        from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
+
+        vocab = SentencepieceVocab.find(files)
+        lower, source = sentencepiece_lower_case(files), vocab.model_file
+    else:
+        vocab, lower, source = find_vocab(files)
+    if vocab_size is not None:
+        check_vocab_size(vocab, vocab_size, source)
+    return vocab, lower, source
+
+
+def read_vocab_file(path):
+    """The vocab of one tokenizer file, as `find_family_vocab` returns it: a `BpeVocab` for `vocab.json` (with the
+    `merges.txt` beside it), a `SentencepieceVocab` for a `*.model`, else the tokens of a WordPiece `vocab.txt`."""
+    if is_bpe_vocab_file(path):
+        return BpeVocab.find(os.path.dirname(os.path.abspath(path)))
+    if is_sentencepiece_model_file(path):
+        return SentencepieceVocab(os.fspath(path))
+    from official_bert.text.vocab import load_vocab
+
+    return load_vocab(path)
+
+
+def check_vocab_size(vocab, vocab_size, source):
+    """Raises, naming `source`, when `vocab` (any of `find_family_vocab`'s kinds) has another size than the model's."""
+    if len(vocab) != vocab_size:
+        raise ValueError(f"{source}: {len(vocab)} tokens, but the model's config has vocab_size={vocab_size}")
+
+
+def resolve_casing(lower, source, hint=""):
+    """The casing to tokenize with: `lower`, or lower-casing with a warning naming `source` when it is unknown."""
+    if lower is None:
+        logger.warning("Casing of %s unknown; lower-casing%s", source, hint)
+        return True
+    return bool(lower)
+
+
+def tokenizer_of(vocab, lower_case):
+    """The in-graph tokenizer of a `find_family_vocab` vocab: `BytePairTokenizer`, `SentencepieceTokenizer` or
+    `BertTokenizer` (casing does not apply to the byte-level BPE)."""
+    if isinstance(vocab, BpeVocab):
+        return BytePairTokenizer(vocab.vocab_file, vocab.merges_file)
+    if isinstance(vocab, SentencepieceVocab):
+        from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
+
+        return SentencepieceTokenizer(model_file=vocab.model_file, lower_case=lower_case)
+    return BertTokenizer(vocab=vocab, lower_case=lower_case)
+
+
 def load_tokenizer(directory, model_type=None):
     """The family's in-graph tokenizer and packing layout for a checkpoint directory or model_dir.
 
@@ -226,22 +296,8 @@ def load_tokenizer(directory, model_type=None):
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"{directory}: not a directory (expected a checkpoint directory or a model_dir)")
     model_type = model_type or model_type_of(directory)
-    files = tokenizer_directory(directory)
-    if model_type == "xlm-roberta":
-        raise ValueError(f"{directory}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
-                         "in-graph preprocessor here yet; RoBERTa (vocab.json + merges.txt), BERT and DistilBERT do")
-    if model_type == "albert":
-        from official_bert.text.sentencepiece_tokenizer import load_sentencepiece_tokenizer
-
-        return load_sentencepiece_tokenizer(files), "bert"
-    if model_type == "roberta":
-        vocab = BpeVocab.find(files)
-        return BytePairTokenizer(vocab.vocab_file, vocab.merges_file), "roberta"
-    tokens, lower, source = find_vocab(files)
-    if lower is None:
-        lower = True
-        logger.warning("Casing of %s unknown; lower-casing", source)
-    return BertTokenizer(vocab=tokens, lower_case=lower), "bert"
+    vocab, lower, source = find_family_vocab(directory, model_type)
+    return tokenizer_of(vocab, resolve_casing(lower, source)), "roberta" if model_type == "roberta" else "bert"
 
 
 def load_preprocessor(directory, seq_length) -> Preprocessor:

@@ -50,7 +50,7 @@ def test_albert_directory_gets_the_sentencepiece_preprocessor(albert_dir, shared
 
 def test_albert_directory_without_spiece_model_is_named(albert_dir, tmp_path):
     (tmp_path / "config.json").write_bytes((albert_dir / "config.json").read_bytes())
-    with pytest.raises(FileNotFoundError, match="no spiece.model"):
+    with pytest.raises(FileNotFoundError, match="needs its SentencePiece model; missing spiece.model"):
         load_preprocessor(tmp_path, SEQ_LENGTH)
 
 
