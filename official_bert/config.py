@@ -75,9 +75,15 @@ class BertConfig:
         inner_group_num: ALBERT: transformer blocks per group, run one after the other in every layer. 1 elsewhere.
         classifier_dropout_prob: ALBERT: dropout before the task heads and the sentence-order head (transformers'
             `AlbertConfig.classifier_dropout_prob`); None: `hidden_dropout_prob`. None elsewhere.
+        pruned_heads: attention heads removed, as transformers' `PretrainedConfig.pruned_heads`: layer index -> sorted
+            list of the removed heads' original indices (JSON's string keys are read as ints). Each layer keeps at
+            least one head; a layer's kept heads keep their order and `head_size` stays
+            `hidden_size // num_attention_heads`. Empty (the default) in an unpruned model; ALBERT has none (its layers
+            share blocks).
 
     A BERT config's `to_dict()` is Google's `bert_config.json` (no `model_type`, `pad_token_id`); only an ALBERT
-    config's holds `embedding_size`, `num_hidden_groups`, `inner_group_num`, `classifier_dropout_prob`.
+    config's holds `embedding_size`, `num_hidden_groups`, `inner_group_num`, `classifier_dropout_prob`, and only a
+    head-pruned config's `pruned_heads`.
     """
 
     vocab_size: int = 30522
@@ -98,9 +104,11 @@ class BertConfig:
     num_hidden_groups: int = 1
     inner_group_num: int = 1
     classifier_dropout_prob: Optional[float] = None
+    pruned_heads: dict = dataclasses.field(default_factory=dict)  # layer -> sorted removed heads
 
     def __post_init__(self):
         self._resolve_embedding_size()
+        self.pruned_heads = _normalise_pruned_heads(self.pruned_heads, "BertConfig")
         self.validate()
 
     def _resolve_embedding_size(self):
@@ -132,6 +140,15 @@ class BertConfig:
         if not self.is_albert:
             return layer
         return int(layer / (self.num_hidden_layers / self.num_hidden_groups))  # transformers' AlbertTransformer
+
+    def num_kept_heads(self, layer: int) -> int:
+        """The attention heads layer `layer` keeps: `num_attention_heads` less its `pruned_heads`."""
+        return self.num_attention_heads - len(self.pruned_heads.get(layer, ()))
+
+    def kept_heads(self, layer: int) -> list:
+        """The original indices of the heads layer `layer` keeps, ascending (the order of its kernels' head axis)."""
+        removed = set(self.pruned_heads.get(layer, ()))
+        return [h for h in range(self.num_attention_heads) if h not in removed]
 
     @property
     def head_size(self) -> int:
@@ -206,6 +223,29 @@ class BertConfig:
                 f"{source}: field 'hidden_size' ({self.hidden_size}) must be divisible by "
                 f"'num_attention_heads' ({self.num_attention_heads})"
             )
+        self._validate_pruned_heads(source)
+
+    def _validate_pruned_heads(self, source):
+        if not isinstance(self.pruned_heads, dict):
+            raise ValueError(f"{source}: field 'pruned_heads' must be a dict of layer -> head indices, got "
+                             f"{self.pruned_heads!r}")
+        if self.pruned_heads and self.is_albert:
+            raise ValueError(f"{source}: field 'pruned_heads' is {self.pruned_heads!r}; an albert encoder's layers "
+                             "share blocks, so its heads cannot be pruned per layer")
+        for layer, heads in self.pruned_heads.items():
+            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.num_hidden_layers:
+                raise ValueError(f"{source}: field 'pruned_heads' names layer {layer!r}; the model has layers "
+                                 f"0..{self.num_hidden_layers - 1}")
+            if not isinstance(heads, (list, tuple)) or any(
+                    isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < self.num_attention_heads
+                    for h in heads):
+                raise ValueError(f"{source}: field 'pruned_heads' of layer {layer} is {heads!r}; expected head "
+                                 f"indices in 0..{self.num_attention_heads - 1}")
+            if len(set(heads)) != len(heads):
+                raise ValueError(f"{source}: field 'pruned_heads' of layer {layer} names a head twice: {heads!r}")
+            if len(heads) >= self.num_attention_heads:
+                raise ValueError(f"{source}: field 'pruned_heads' removes every head of layer {layer}; keep at "
+                                 "least one")
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
@@ -214,6 +254,10 @@ class BertConfig:
                 del values[name]
         if self.model_type == "bert" and self.pad_token_id == 0:  # Google's bert_config.json, as before families
             del values["model_type"], values["pad_token_id"]
+        if self.pruned_heads:  # JSON's keys: strings, as transformers writes them
+            values["pruned_heads"] = {str(layer): list(heads) for layer, heads in sorted(self.pruned_heads.items())}
+        else:
+            del values["pruned_heads"]
         return values
 
     @classmethod
@@ -252,8 +296,10 @@ class BertConfig:
         kwargs = {k: v for k, v in values.items() if k in names}
         config = cls.__new__(cls)
         for field in dataclasses.fields(cls):
-            setattr(config, field.name, kwargs.get(field.name, field.default))
+            default = field.default_factory() if field.default is dataclasses.MISSING else field.default
+            setattr(config, field.name, kwargs.get(field.name, default))
         config._resolve_embedding_size()
+        config.pruned_heads = _normalise_pruned_heads(config.pruned_heads, source)
         config.validate(source)
         return config
 
@@ -287,7 +333,7 @@ class BertConfig:
             return {"architectures": ["DistilBertModel"], "model_type": "distilbert",
                     **{theirs: ours[name] for theirs, name in _DISTILBERT_KEYS.items()},
                     **{k: ours[k] for k in ("vocab_size", "max_position_embeddings", "initializer_range",
-                                            "pad_token_id")},
+                                            "pad_token_id", "pruned_heads") if k in ours},
                     "sinusoidal_pos_embds": False, "tie_word_embeddings": True}
         if self.is_roberta:
             architecture = "XLMRobertaModel" if self.model_type == "xlm-roberta" else "RobertaModel"
@@ -300,3 +346,26 @@ class BertConfig:
             "pad_token_id": 0,
             "position_embedding_type": "absolute",
         }
+
+
+def _normalise_pruned_heads(pruned_heads, source):
+    """`pruned_heads` with int layer keys (JSON's are strings) and sorted head lists; None reads as {}. Anything
+    malformed is left for `validate` to name."""
+    if pruned_heads is None:
+        return {}
+    if not isinstance(pruned_heads, dict):
+        return pruned_heads
+    normalised = {}
+    for layer, heads in pruned_heads.items():
+        try:
+            key = int(layer) if isinstance(layer, str) else layer
+        except ValueError:
+            raise ValueError(f"{source}: field 'pruned_heads' has key {layer!r}; expected a layer index") from None
+        if key in normalised:
+            raise ValueError(f"{source}: field 'pruned_heads' names layer {key} twice")
+        if isinstance(heads, (list, tuple)) and all(isinstance(h, int) and not isinstance(h, bool) for h in heads):
+            heads = sorted(heads)
+        if isinstance(heads, (list, tuple)) and not heads:
+            continue  # a layer with nothing removed
+        normalised[key] = heads
+    return normalised

@@ -1,9 +1,11 @@
-"""Prunes a fine-tuned classification model_dir: drops its least important layers (structured: smaller and
-faster), and/or magnitude-prunes its kernels to a target sparsity, fine-tuning it (distilled from the unpruned
-model) into a new model_dir.
+"""Prunes a fine-tuned classification model_dir: drops its least important layers or attention heads (structured:
+smaller and faster), and/or magnitude-prunes its kernels to a target sparsity, fine-tuning it (distilled from the
+unpruned model) into a new model_dir.
 
     python -m tasks.prune --teacher=out/sst2 --keep_layers=4 --data_dir=../shared/data/glue/SST-2 \
         --model_dir=out/sst2_pruned
+    python -m tasks.prune --teacher=out/sst2 --prune_heads=0.5 --data_dir=../shared/data/glue/SST-2 \
+        --model_dir=out/sst2_heads
     python -m tasks.prune --teacher=out/sst2 --target_sparsity=0.5 --data_dir=../shared/data/glue/SST-2 \
         --model_dir=out/sst2_sparse
 
@@ -13,6 +15,13 @@ layer is left out; the --keep_layers most important ones are kept, as `tasks.dis
 --model_dir records the scores; with --target_sparsity, `sparsity.json` the share of zeros per kernel.
 Magnitude pruning leaves the kernels' shapes as they are: the model is smaller only compressed (zeros compress),
 and not faster on CPU (dense matmuls do not skip zeros).
+
+With --prune_heads, a head's importance is Michel et al.'s (2019) |gradient of the dev loss with respect to a gate on
+the head|, summed over the same dev batches; that share of the (kept layers') heads, least important first, is
+removed (at least one head stays in every layer), as transformers' `prune_heads` does: the student's
+`bert_config.json` holds `pruned_heads` and its attention kernels only the kept heads. `importance.json` records
+the scores and the heads removed. transformers 4.x loads the student's `encoder/` export pruned; transformers 5
+dropped head pruning and cannot build those shapes.
 """
 
 from absl import app, flags
@@ -24,7 +33,9 @@ flags.adopt_module_key_flags(distill)  # tasks.distill's flags (and the run flag
 flags.DEFINE_integer("keep_layers", None, "Transformer layers kept (the most important on dev data); default: all.")
 flags.DEFINE_float("target_sparsity", 0.0, "Share of the transformer kernels' weights set to zero by magnitude, "
                    "reached along a polynomial schedule during fine-tuning; 0: off.")
-flags.DEFINE_integer("importance_examples", 256, "Dev examples the layer importance is measured on.")
+flags.DEFINE_float("prune_heads", 0.0, "Share of all attention heads removed (the least important on dev data; "
+                   "at least one kept per layer); 0: off.")
+flags.DEFINE_integer("importance_examples", 256, "Dev examples the layer and head importance are measured on.")
 
 
 def dev_batches(task, loaded, num_examples, batch_size=32):
@@ -41,7 +52,9 @@ def dev_batches(task, loaded, num_examples, batch_size=32):
 
 def main(argv):
     from official_bert import model_dir as model_dirs
-    from official_bert.compression.pruning import layer_importance, layers_to_keep
+    from official_bert.compression.pruning import (head_importance, heads_to_prune, layer_importance, layers_to_keep,
+                                                   pruned_config)
+    from official_bert.compression.student import student_config
     from official_bert.runner import run
     from official_bert.tasks.distillation import DistillationTask
 
@@ -53,20 +66,37 @@ def main(argv):
     if loaded.kind != model_dirs.CLASSIFICATION:
         raise app.UsageError(f"--teacher={FLAGS.teacher} is a {loaded.kind} model_dir; tasks.prune measures "
                              "importance on GLUE dev data (classification model_dirs)")
+    if not 0.0 <= FLAGS.prune_heads < 1.0:
+        raise app.UsageError(f"--prune_heads={FLAGS.prune_heads} must be in [0, 1)")
+    if FLAGS.prune_heads and loaded.config.is_albert:
+        raise app.UsageError(f"--teacher={FLAGS.teacher} is an ALBERT model: its layers share their heads, which "
+                             "cannot be pruned per layer")
     task = distill.teacher_task(loaded.info)
     depth = loaded.config.num_hidden_layers
     layers = list(range(depth))
+    importance = {}
     if FLAGS.keep_layers is not None and FLAGS.keep_layers != depth:
         scores = layer_importance(loaded.model, lambda config: model_dirs.build_task_model(
             loaded.kind, config, loaded.info), dev_batches(task, loaded, FLAGS.importance_examples))
         layers = layers_to_keep(scores, FLAGS.keep_layers)
         print(f"layer importance (dev loss increase without the layer): {[round(s, 4) for s in scores]}; keeping "
               f"{layers}")
-    run(DistillationTask(task, FLAGS.teacher, student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
-                         hidden_weight=FLAGS.hidden_weight, target_sparsity=FLAGS.target_sparsity),
-        distill.student_run_config(loaded.max_seq_length))
-    if layers != list(range(depth)):
-        model_dirs.write_json(f"{FLAGS.model_dir}/importance.json", {"loss_increase": scores, "kept": layers})
+        importance.update(loss_increase=scores, kept=layers)
+    settings = dict(student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
+                    hidden_weight=FLAGS.hidden_weight, target_sparsity=FLAGS.target_sparsity)
+    if FLAGS.prune_heads:
+        scores = head_importance(loaded.model, dev_batches(task, loaded, FLAGS.importance_examples))
+        removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer
+        pruned_heads = pruned_config(student_config(loaded.config, layers), removed).pruned_heads
+        rounded = [[round(s, 4) for s in row if s is not None] for row in scores]
+        print(f"head importance (|dL/d gate|, per layer): {rounded}; removing {removed}")
+        importance.update(head_importance=scores, head_importance_method="michel2019_gate_gradient",
+                          removed_heads={str(k): v for k, v in removed.items()},
+                          pruned_heads={str(k): v for k, v in pruned_heads.items()})
+        settings["pruned_heads"] = pruned_heads
+    run(DistillationTask(task, FLAGS.teacher, **settings), distill.student_run_config(loaded.max_seq_length))
+    if importance:
+        model_dirs.write_json(f"{FLAGS.model_dir}/importance.json", importance)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,9 @@
 One `WeightSpec` per variable names it in both formats and gives its layout there:
 
 - `canonical_shape`: the shape in Google's TF1 checkpoints, where dense kernels are `[in, out]`
-  (our EinsumDense kernels `[hidden, heads, head_size]` flatten to `[hidden, hidden]`).
+  (our EinsumDense kernels `[hidden, heads, head_size]` flatten to `[hidden, hidden]`; a head-pruned layer's
+  `[hidden, kept, head_size]` to `[hidden, kept * head_size]`, the kept heads in order, which is how transformers'
+  `prune_heads` slices `query/key/value.weight` and `attention.output.dense.weight`).
 - `google_transposed`: Google stores it `[out, in]` (`cls/seq_relationship/output_weights` and the
   classifier's `output_weights`).
 - `hf_transposed`: Hugging Face stores it `[out, in]` (every `nn.Linear` weight).

@@ -1,5 +1,8 @@
-"""Pruning: whole transformer layers by their importance on dev data (structured: the model gets smaller and
-faster), and weights by magnitude to a target sparsity on a schedule (unstructured: zeros in dense kernels)."""
+"""Pruning: whole transformer layers or attention heads by their importance on dev data (structured: the model gets
+smaller and faster), and weights by magnitude to a target sparsity on a schedule (unstructured: zeros in dense
+kernels)."""
+
+import dataclasses
 
 import keras
 import numpy as np
@@ -42,6 +45,111 @@ def layers_to_keep(scores, num_layers):
     if not 1 <= num_layers <= len(scores):
         raise ValueError(f"--keep_layers={num_layers} must be between 1 and the model's {len(scores)} layers")
     return sorted(int(i) for i in np.argsort(scores)[::-1][:num_layers])
+
+
+def head_importance(model, batches):
+    """Each attention head's importance on `batches` (Michel et al. 2019, "Are Sixteen Heads Really Better than
+    One?"): |dL/dg_h|, the task loss's gradient with respect to a gate g_h = 1 on the head's context, summed over
+    batches (the absolute value taken per batch, as their code and transformers' bertology example do; not
+    normalised per layer).
+
+    The gate is not built into the model: a head's context reaches the loss only through its slice of the output
+    projection, so dL/dg_h = sum(W_o[h] * dL/dW_o[h]) over that slice (W_o the `(heads, head_size, hidden)` output
+    kernel), which one backward pass per batch gives for every head at once.
+
+    Args:
+        model: a task model (with `.encoder`; not ALBERT, whose layers share heads).
+        batches: an iterable of `(inputs, labels)` from the task's dev data.
+
+    Returns:
+        a list per layer of a list per original head index: its importance (higher = more important), or None for
+        a head the model has already pruned.
+    """
+    import tensorflow as tf
+
+    config = model.encoder.config
+    if config.is_albert:
+        raise ValueError("head importance is per layer; an albert encoder's layers share their heads")
+    loss, weights = model.default_loss(), model.default_loss_weights()
+    kernels = [block.attention.output_dense.kernel for block in model.encoder.transformer_layers]
+    totals = [np.zeros(int(kernel.shape[0])) for kernel in kernels]  # per kept head
+    for inputs, labels in batches:
+        with tf.GradientTape() as tape:
+            batch_loss = task_loss(loss, weights, labels, model(inputs, training=False))
+        gradients = tape.gradient(batch_loss, [kernel.value for kernel in kernels])
+        for total, kernel, gradient in zip(totals, kernels, gradients):
+            gate_gradient = np.sum(np.asarray(kernel.numpy(), np.float64) * np.asarray(gradient, np.float64),
+                                   axis=(1, 2))  # (kept heads,)
+            total += np.abs(gate_gradient)
+    scores = []
+    for layer, total in enumerate(totals):
+        row = [None] * config.num_attention_heads
+        for slot, head in enumerate(config.kept_heads(layer)):
+            row[head] = float(total[slot])
+        scores.append(row)
+    return scores
+
+
+def heads_to_prune(scores, fraction):
+    """The least important heads, `round(fraction * heads)` of the heads `scores` rates, keeping at least one head in
+    every layer.
+
+    Args:
+        scores: `head_importance`'s list per layer of per-head scores (None: already pruned, not counted).
+        fraction: the share of the rated heads to remove, in [0, 1).
+
+    Returns:
+        `{layer: sorted head indices}` to remove (layers losing none are left out).
+    """
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"--prune_heads={fraction} must be in [0, 1)")
+    rated = [(score, layer, head) for layer, row in enumerate(scores) for head, score in enumerate(row)
+             if score is not None]
+    count = int(round(fraction * len(rated)))
+    left = [sum(score is not None for score in row) for row in scores]
+    removed = {}
+    for score, layer, head in sorted(rated):
+        if count == 0:
+            break
+        if left[layer] > 1:
+            removed.setdefault(layer, []).append(head)
+            left[layer] -= 1
+            count -= 1
+    return {layer: sorted(heads) for layer, heads in sorted(removed.items())}
+
+
+def pruned_config(config, heads_to_remove):
+    """`config` with `heads_to_remove` (`{layer: head indices}`, original indices) added to its `pruned_heads`."""
+    heads_to_remove = {int(layer): list(heads) for layer, heads in heads_to_remove.items()}
+    merged = {}
+    for layer in sorted(set(config.pruned_heads) | set(heads_to_remove)):
+        merged[layer] = sorted(set(config.pruned_heads.get(layer, ())) | set(heads_to_remove.get(layer, ())))
+    return dataclasses.replace(config, pruned_heads=merged)
+
+
+def prune_heads(model, heads_to_remove, build_model):
+    """A copy of `model` without the attention heads `heads_to_remove`, smaller and faster.
+
+    As transformers' `PreTrainedModel.prune_heads`: heads are named by their original indices, heads already pruned
+    are ignored, and the new config's `pruned_heads` holds both.
+
+    Args:
+        model: a task model (with `.encoder`).
+        heads_to_remove: `{layer: [head, ...]}`.
+        build_model: `f(bert_config) -> task model` of the same kind (e.g. `model_dir.build_task_model` with the
+            task's facts).
+
+    Returns:
+        a new task model of the pruned config: the kept heads' query/key/value and output-projection slices, every
+        other weight (embeddings, feed-forward, LayerNorms, pooler, head) copied unchanged.
+
+    Raises:
+        ValueError: a layer or head out of range, a layer left with no head, or an ALBERT model (from the config).
+    """
+    config = pruned_config(model.encoder.config, heads_to_remove)
+    pruned = build_model(config)
+    copy_teacher_weights(pruned, model, list(range(config.num_hidden_layers)))
+    return pruned
 
 
 def prunable_kernels(model):

@@ -1,7 +1,10 @@
 """A smaller student from a teacher: its config, which teacher layer teaches which student layer, and the copy of
-the teacher's embeddings, chosen layers, pooler and head into the student (DistilBERT's initialisation)."""
+the teacher's embeddings, chosen layers (or the kept heads of them), pooler and head into the student (DistilBERT's
+initialisation; head pruning's copy)."""
 
 import dataclasses
+
+import numpy as np
 
 
 def parse_layers(text, num_teacher_layers):
@@ -28,7 +31,8 @@ def parse_layers(text, num_teacher_layers):
 
 
 def student_config(teacher_config, layers):
-    """The teacher's `BertConfig` with `len(layers)` hidden layers.
+    """The teacher's `BertConfig` with `len(layers)` hidden layers (a head-pruned teacher's `pruned_heads` follow
+    their layers: student layer i has the heads teacher layer `layers[i]` has).
 
     Raises:
         ValueError: an ALBERT teacher whose `num_hidden_groups` does not divide `len(layers)`.
@@ -36,7 +40,9 @@ def student_config(teacher_config, layers):
     if teacher_config.is_albert and len(layers) % teacher_config.num_hidden_groups:
         raise ValueError(f"--student_layers names {len(layers)} layers; the ALBERT teacher's layers share "
                          f"{teacher_config.num_hidden_groups} weight groups, which must divide the student's depth")
-    return dataclasses.replace(teacher_config, num_hidden_layers=len(layers))
+    pruned_heads = {i: list(teacher_config.pruned_heads[j]) for i, j in enumerate(layers)
+                    if j in teacher_config.pruned_heads}
+    return dataclasses.replace(teacher_config, num_hidden_layers=len(layers), pruned_heads=pruned_heads)
 
 
 def uniform_layer_map(num_student_layers, num_teacher_layers):
@@ -52,13 +58,17 @@ def copy_teacher_weights(student, teacher, layers):
     An ALBERT student gets the teacher's embedding projection and every shared block (its layers run the same
     weights, fewer times): `layers` then sets only the depth.
 
+    A head-pruned student (its config's `pruned_heads`) gets, in each layer, the query/key/value and output-projection
+    slices of the heads it keeps (which the teacher layer must have); every other weight is copied whole.
+
     Args:
         student: a task model (`BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...) with `.encoder`.
         teacher: the trained task model of the same kind.
         layers: teacher layer indices; student layer i gets teacher layer `layers[i]`.
 
     Raises:
-        ValueError: the student's depth is not `len(layers)`, or a layer's weights differ in shape (named).
+        ValueError: the student's depth is not `len(layers)`, a layer's weights differ in shape (named), or a
+            student layer keeps a head its teacher layer does not have.
     """
     s_enc, t_enc = student.encoder, teacher.encoder
     if s_enc.config.num_hidden_layers != len(layers):
@@ -69,7 +79,9 @@ def copy_teacher_weights(student, teacher, layers):
         pairs += [(s_enc.embedding_projection, t_enc.embedding_projection)]
         pairs += list(zip(s_enc.transformer_layers, t_enc.transformer_layers))
     else:
-        pairs += [(s_enc.transformer_layers[i], t_enc.transformer_layers[j]) for i, j in enumerate(layers)]
+        for i, j in enumerate(layers):
+            _copy_block(s_enc.transformer_layers[i], t_enc.transformer_layers[j], s_enc.config.kept_heads(i),
+                        t_enc.config.kept_heads(j))
     if s_enc.pooler is not None and t_enc.pooler is not None:
         pairs.append((s_enc.pooler, t_enc.pooler))
     teacher_head = {layer.name: layer for layer in teacher.layers if layer is not t_enc}
@@ -77,6 +89,28 @@ def copy_teacher_weights(student, teacher, layers):
               if layer is not s_enc and layer.weights and layer.name in teacher_head]
     for target, source in pairs:
         _copy(target, source)
+
+
+def _copy_block(target, source, target_heads, source_heads):
+    """Copies transformer block `source` into `target`; `target_heads` / `source_heads`: the original indices of the
+    heads each keeps (the order of their kernels' head axis)."""
+    if target_heads == source_heads:
+        _copy(target, source)
+        return
+    missing = sorted(set(target_heads) - set(source_heads))
+    if missing:
+        raise ValueError(f"student layer {target.name} keeps heads {missing}, which teacher layer {source.name} does "
+                         f"not have (it keeps {source_heads})")
+    index = [source_heads.index(h) for h in target_heads]
+    t_att, s_att = target.attention, source.attention
+    for name in ("query", "key", "value"):  # kernel (hidden, heads, head_size), bias (heads, head_size)
+        t, s = getattr(t_att, name), getattr(s_att, name)
+        t.kernel.assign(np.take(s.kernel.numpy(), index, axis=1))
+        t.bias.assign(np.take(s.bias.numpy(), index, axis=0))
+    t_att.output_dense.kernel.assign(np.take(s_att.output_dense.kernel.numpy(), index, axis=0))  # (heads, hs, hidden)
+    t_att.output_dense.bias.assign(s_att.output_dense.bias)
+    for name in ("attention_layer_norm", "intermediate", "output_dense", "output_layer_norm"):
+        _copy(getattr(target, name), getattr(source, name))
 
 
 def _copy(target, source):

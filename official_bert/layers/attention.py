@@ -36,22 +36,30 @@ class BertSelfAttention(keras.layers.Layer):
     `(hidden, heads, head_size)` and an output kernel `(heads, head_size, hidden)`), but the scores,
     mask and softmax are computed in float32 under mixed precision, as BERT's numerics require.
 
+    A head-pruned layer (transformers' `prune_heads`) keeps `num_kept_heads` of the `num_heads` heads: its kernels are
+    `(hidden, kept, head_size)` and `(kept, head_size, hidden)`, and `head_size` stays `hidden_size // num_heads`.
+
     Args:
         hidden_size: model width H.
-        num_heads: attention heads A; H must be divisible by A.
+        num_heads: attention heads A of the unpruned layer; H must be divisible by A.
         dropout_rate: dropout on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        num_kept_heads: heads this layer has, in 1..A; None: all A.
     """
 
-    def __init__(self, hidden_size, num_heads, dropout_rate, initializer_range, **kwargs):
+    def __init__(self, hidden_size, num_heads, dropout_rate, initializer_range, num_kept_heads=None, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
+        self.num_kept_heads = num_heads if num_kept_heads is None else int(num_kept_heads)
+        if not 1 <= self.num_kept_heads <= num_heads:
+            raise ValueError(f"num_kept_heads={num_kept_heads} must be in 1..{num_heads}")
         self.head_size = hidden_size // num_heads
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        projection = dict(output_shape=(None, num_heads, self.head_size), bias_axes="de", kernel_initializer=init)
+        projection = dict(output_shape=(None, self.num_kept_heads, self.head_size), bias_axes="de",
+                          kernel_initializer=init)
         self.query = keras.layers.EinsumDense("abc,cde->abde", name="query", **projection)
         self.key = keras.layers.EinsumDense("abc,cde->abde", name="key", **projection)
         self.value = keras.layers.EinsumDense("abc,cde->abde", name="value", **projection)
@@ -63,7 +71,7 @@ class BertSelfAttention(keras.layers.Layer):
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value):
             layer.build(input_shape)
-        self.output_dense.build((None, None, self.num_heads, self.head_size))
+        self.output_dense.build((None, None, self.num_kept_heads, self.head_size))
         self.built = True
 
     def uses_fused_attention(self, training):
@@ -76,23 +84,23 @@ class BertSelfAttention(keras.layers.Layer):
             hidden_states: (batch, seq, hidden).
             attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding (never attended to).
         """
-        query = self.query(hidden_states)  # (batch, seq, heads, head_size)
-        key = self.key(hidden_states)  # (batch, seq, heads, head_size)
-        value = self.value(hidden_states)  # (batch, seq, heads, head_size)
+        query = self.query(hidden_states)  # (batch, seq, kept heads, head_size)
+        key = self.key(hidden_states)  # (batch, seq, kept heads, head_size)
+        value = self.value(hidden_states)  # (batch, seq, kept heads, head_size)
         if self.uses_fused_attention(training):
             attend = ops.cast(attention_mask, "bool")[:, None, None, :]  # (batch, 1, 1, seq): True where attended
             context = ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
                                                 flash_attention=None if keras.config.is_flash_attention_enabled() is
-                                                not False else False)  # (batch, seq, heads, head_size)
+                                                not False else False)  # (batch, seq, kept heads, head_size)
             return self.output_dense(context)  # (batch, seq, hidden)
         # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
         attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, seq, seq)
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, kept heads, seq, seq)
         scores = ops.cast(scores, "float32") + attention_bias
         probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
-        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, heads, head_size)
+        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, kept heads, head_size)
         return self.output_dense(context)  # (batch, seq, hidden)
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
@@ -101,5 +109,5 @@ class BertSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(hidden_size=self.hidden_size, num_heads=self.num_heads, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range)
+                      initializer_range=self.initializer_range, num_kept_heads=self.num_kept_heads)
         return config

@@ -22,10 +22,11 @@ class TransformerBlock(keras.layers.Layer):
         attention_probs_dropout_prob: dropout on attention probabilities.
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal kernel initializer.
+        num_kept_heads: attention heads the block keeps after head pruning; None: all `num_heads`.
     """
 
     def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act, hidden_dropout_prob,
-                 attention_probs_dropout_prob, layer_norm_eps, initializer_range, **kwargs):
+                 attention_probs_dropout_prob, layer_norm_eps, initializer_range, num_kept_heads=None, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
@@ -36,9 +37,10 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
+        self.num_kept_heads = num_heads if num_kept_heads is None else int(num_kept_heads)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = BertSelfAttention(hidden_size, num_heads, attention_probs_dropout_prob, initializer_range,
-                                           name="attention")
+                                           num_kept_heads=self.num_kept_heads, name="attention")
         self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, name="attention_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
@@ -80,5 +82,6 @@ class TransformerBlock(keras.layers.Layer):
                       intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                       hidden_dropout_prob=self.hidden_dropout_prob,
                       attention_probs_dropout_prob=self.attention_probs_dropout_prob,
-                      layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range)
+                      layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range,
+                      num_kept_heads=self.num_kept_heads)
         return config

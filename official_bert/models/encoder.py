@@ -19,7 +19,7 @@ class BertEncoder(keras.Model):
     `embedding_size` and a dense layer (`embedding_projection`, transformers' `embedding_hidden_mapping_in`) maps them
     to `hidden_size`; its `num_hidden_groups * inner_group_num` blocks are shared: layer i runs the
     `inner_group_num` blocks of group `config.layer_group(i)` (`transformer_layers` holds each block once, group by
-    group).
+    group). A head-pruned config (`pruned_heads`) gives block i `config.num_kept_heads(i)` attention heads.
 
     Inputs (the TF-Hub BERT contract): a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`,
     each (batch, seq) with seq <= `max_position_embeddings`.
@@ -54,7 +54,7 @@ class BertEncoder(keras.Model):
                 hidden_dropout_prob=config.hidden_dropout_prob,
                 attention_probs_dropout_prob=config.attention_probs_dropout_prob,
                 layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-                name=_block_name(config, i))
+                num_kept_heads=config.num_kept_heads(i), name=_block_name(config, i))
             for i in range(_num_blocks(config))
         ]
         projection = None

@@ -31,12 +31,16 @@ class DistillationTask(Task):
         hidden_weight: weight of the hidden-state MSE between mapped layers (0: off).
         target_sparsity: magnitude-prune the student's transformer kernels to this share of zeros along a
             polynomial schedule while it trains (0: off); `sparsity.json` in the model_dir reports it per kernel.
+        pruned_heads: with `student_layers`, attention heads the student lacks (student layer -> original head
+            indices, `BertConfig.pruned_heads`); the copy from the teacher takes the kept heads' slices.
     """
 
     needs_init_checkpoint = True
 
     def __init__(self, task, teacher_dir, student_layers=None, student_config=None, alpha=0.5, temperature=2.0,
-                 hidden_weight=0.0, target_sparsity=0.0):
+                 hidden_weight=0.0, target_sparsity=0.0, pruned_heads=None):
+        import dataclasses
+
         from official_bert.compression.distiller import check_settings
         from official_bert.compression.student import parse_layers, student_config as cut_config, uniform_layer_map
         from official_bert.config import BertConfig
@@ -61,7 +65,11 @@ class DistillationTask(Task):
             self.layers = student_layers if isinstance(student_layers, list) else parse_layers(student_layers,
                                                                                                  teacher_depth)
             self.student_bert_config = cut_config(self.teacher_config, self.layers)
+            if pruned_heads:
+                self.student_bert_config = dataclasses.replace(self.student_bert_config, pruned_heads=pruned_heads)
             self.layer_map = self.layers
+        elif pruned_heads:
+            raise ValueError("pruned_heads applies to a student cut from the teacher (student_layers)")
         else:
             self.layers = None
             self.student_bert_config = BertConfig.from_json_file(student_config)
@@ -107,7 +115,9 @@ class DistillationTask(Task):
                 "distillation": {"teacher": os.path.abspath(self.teacher_dir), "student_layers": self.layers,
                                  "student_config": self.student_config_file, "alpha": self.alpha,
                                  "temperature": self.temperature, "hidden_weight": self.hidden_weight,
-                                 "target_sparsity": self.target_sparsity}}
+                                 "target_sparsity": self.target_sparsity,
+                                 **({"pruned_heads": self.student_bert_config.to_dict()["pruned_heads"]}
+                                    if self.student_bert_config.pruned_heads else {})}}
 
     def run_settings(self):
         return self.task.run_settings()
@@ -133,9 +143,14 @@ class DistillationTask(Task):
         return f"teacher loaded; student initialised from its embeddings, layers {self.layers} and head"
 
     def describe_run(self, context):
+        student = self.student_bert_config
+        heads = ""
+        if student.pruned_heads:
+            kept = sum(student.num_kept_heads(i) for i in range(student.num_hidden_layers))
+            heads = f" keeping {kept} of {student.num_hidden_layers * student.num_attention_heads} attention heads"
         return (f"Distilling {self.teacher_dir} ({self.teacher_config.num_hidden_layers} layers) into a "
-                f"{self.student_bert_config.num_hidden_layers}-layer student: alpha={self.alpha}, "
-                f"T={self.temperature}, hidden_weight={self.hidden_weight}")
+                f"{student.num_hidden_layers}-layer student{heads}: alpha={self.alpha}, T={self.temperature}, "
+                f"hidden_weight={self.hidden_weight}")
 
     def train_dataset(self, context):
         return self.task.train_dataset(context)
