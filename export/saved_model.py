@@ -262,8 +262,9 @@ def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None,
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    from official_bert.cli import check_command_line
+
+    check_command_line(argv)
     model_dir = FLAGS.model_dir
     if not model_dir:
         from official_bert.model_dir import WEIGHTS_FILE

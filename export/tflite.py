@@ -25,7 +25,7 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
 import os
 import tempfile
 
-from absl import app, flags
+from absl import flags
 
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
 
@@ -181,11 +181,9 @@ def interpreter(model_content=None, model_path=None):
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    for name in ("saved_model_dir", "output"):
-        if not getattr(flags.FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    from official_bert.cli import check_command_line
+
+    check_command_line(argv, required=("saved_model_dir", "output"))
     examples = None
     if flags.FLAGS.representative_file:
         examples = read_representative_file(flags.FLAGS.representative_file)

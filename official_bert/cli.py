@@ -91,6 +91,23 @@ def _no_framework_info(record):
     return record.levelno >= logging.WARNING or record.name.split(".")[0] not in ("absl", "tensorflow")
 
 
+def check_command_line(argv, required=()):
+    """The usage errors every entry point shares: words on the command line that are not flags, and required flags
+    left unset.
+
+    Args:
+        argv: what absl left of the command line (the program name first); None when `main` is called directly.
+        required: names of flags that must be given.
+    """
+    from absl import app, flags
+
+    if argv and len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    for name in required:
+        if not flags.FLAGS[name].value:
+            raise app.UsageError(f"--{name} is required")
+
+
 def run_main(main):
     """Runs an entry point's `main(argv)` with absl; a usage error or one of `USER_ERRORS` is one line, exit 2
     (with `--verbosity`, its traceback instead)."""

@@ -49,15 +49,14 @@ flags.DEFINE_integer("chunk_chars", 2_000_000, "Characters of documents per chun
                      "buffer random next sentences are drawn from.")
 
 
-def main(_):
+def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.data.pretraining_instances import check_recipe
     from official_bert.data.pretraining_records import output_paths
     from official_bert.data.pretraining_writer import PretrainingDataConfig, write_pretraining_records
     from official_bert.data.sentence_corpus import expand_file_patterns
 
-    for name in ("input_file", "output_file", "vocab_file"):
-        if not getattr(FLAGS, name):
-            raise app.UsageError(f"--{name} is required")
+    check_command_line(argv, required=("input_file", "output_file", "vocab_file"))
     if FLAGS.dupe_factor < 1:
         raise app.UsageError(f"--dupe_factor={FLAGS.dupe_factor}: expected at least 1")
     check_recipe(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob)

@@ -68,11 +68,9 @@ def teacher_task(info):
 
 def check_command_line(argv):
     """The usage errors of this entry point and `tasks.prune`: stray arguments, no --teacher or --model_dir."""
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    for name in ("teacher", "model_dir"):
-        if not FLAGS[name].value:
-            raise app.UsageError(f"--{name} is required")
+    from official_bert.cli import check_command_line as check_common
+
+    check_common(argv, required=("teacher", "model_dir"))
 
 
 def student_run_config(teacher_seq_length):

@@ -23,7 +23,7 @@ import os
 import zipfile
 
 import numpy as np
-from absl import app, flags
+from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "UTF-8 text, one example per line: text, or 'text_a ||| text_b'.")
@@ -105,12 +105,12 @@ class NpzWriter:
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.data.text_lines import read_text_lines
     from official_bert.pipelines.feature_extractor import FeatureExtractor, resolve_layers
     from official_bert.pipelines.loading import load_encoder_and_tokenizer
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     layers = parse_layers(FLAGS.layers)
     examples = read_text_lines(FLAGS.input_file)
     first = next(examples, None)  # bad or empty input fails before the model loads or the output is opened

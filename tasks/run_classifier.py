@@ -44,11 +44,11 @@ def apply_defaults():
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.runner import run
     from official_bert.tasks.classification import ClassificationTask
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     apply_defaults()
     task = ClassificationTask(FLAGS.task, data_dir=FLAGS.data_dir, tfds_data_dir=FLAGS.tfds_data_dir, download=True,
                               skip_bad_rows=FLAGS.skip_bad_rows)

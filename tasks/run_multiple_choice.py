@@ -19,7 +19,7 @@ Writes to --model_dir: `bert_config.json`, `vocab.txt`, `task.json`, `checkpoint
 0-based index, one question per line, in the predict file's order).
 """
 
-from absl import app, flags
+from absl import flags
 
 from tasks import common
 
@@ -38,11 +38,11 @@ common.define_run_flags(train_batch_size=16, learning_rate=2e-5, num_train_epoch
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.runner import run
     from official_bert.tasks.multiple_choice import MultipleChoiceTask
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     task = MultipleChoiceTask(FLAGS.train_file, FLAGS.eval_file, FLAGS.predict_file, FLAGS.tfds_name,
                               FLAGS.tfds_data_dir, download=True)
     run(task, common.run_config())

@@ -15,7 +15,7 @@ and with --do_predict `predictions/<split>.txt` (word, gold tag, predicted tag p
 and, with --predict_text_file, `predictions/<name>.jsonl` (entities with character spans per input line).
 """
 
-from absl import app, flags
+from absl import flags
 
 from tasks import common
 
@@ -30,11 +30,11 @@ common.define_run_flags()
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.runner import run
     from official_bert.tasks.tagging import TaggingTask
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     run(TaggingTask(FLAGS.data_dir, FLAGS.tag_scheme, FLAGS.eval_split, FLAGS.predict_text_file), common.run_config())
 
 

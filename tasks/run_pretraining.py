@@ -21,7 +21,7 @@ directory, heads included), `encoder/` (a Hugging Face `BertModel` directory, fo
 --do_eval `eval_results.json` (masked-LM and next-sentence loss and accuracy on --eval_files).
 """
 
-from absl import app, flags
+from absl import flags
 
 from tasks import common
 
@@ -58,11 +58,11 @@ common.define_run_flags(
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.runner import run
     from official_bert.tasks.pretraining import PretrainingTask
 
-    if argv and len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     task = PretrainingTask(FLAGS.input_files, FLAGS.text_files, FLAGS.eval_files, FLAGS.bert_config_file, FLAGS.preset,
                            FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.do_whole_word_mask,
                            FLAGS.num_warmup_steps, FLAGS.steps_per_loop, FLAGS.log_steps, FLAGS.max_eval_steps,

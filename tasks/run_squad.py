@@ -21,7 +21,7 @@ gold answers, `eval_results.json` (`exact_match`/`f1` for v1.1; `exact`, `f1`, `
 percentages, as the official scripts).
 """
 
-from absl import app, flags
+from absl import flags
 
 from tasks import common
 
@@ -42,11 +42,11 @@ common.define_run_flags(max_seq_length=384)
 
 
 def main(argv):
+    from official_bert.cli import check_command_line
     from official_bert.runner import run
     from official_bert.tasks.squad import SquadTask
 
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    check_command_line(argv)
     task = SquadTask(FLAGS.train_file, FLAGS.predict_file, FLAGS.tfds_name, FLAGS.tfds_data_dir,
                      FLAGS.version_2_with_negative, FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size,
                      FLAGS.max_answer_length, FLAGS.null_score_diff_threshold)
