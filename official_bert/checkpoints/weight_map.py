@@ -130,12 +130,9 @@ def _distilbert_specs(encoder) -> List[WeightSpec]:
     return hf_only(specs)
 
 
-def _albert_specs(encoder) -> List[WeightSpec]:
-    """ALBERT's names: Google's original TF checkpoints (`bert/encoder/transformer/group_0/inner_group_0/...`, as
-    transformers' `load_tf_weights_in_albert` maps them) and transformers' `AlbertModel`
-    (`encoder.albert_layer_groups.0.albert_layers.0...`). Each shared block is named once; the pooler comes last."""
-    emb = encoder.embeddings
-    specs = [
+def _embedding_specs(emb) -> List[WeightSpec]:
+    """BERT's (and RoBERTa's, ALBERT's) embedding tables and LayerNorm, in Google's and Hugging Face naming."""
+    return [
         WeightSpec(emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",
                    tuple(emb.word_embeddings.shape)),
         WeightSpec(emb.position_embeddings, "bert/embeddings/position_embeddings",
@@ -143,6 +140,15 @@ def _albert_specs(encoder) -> List[WeightSpec]:
         WeightSpec(emb.token_type_embeddings, "bert/embeddings/token_type_embeddings",
                    "embeddings.token_type_embeddings.weight", tuple(emb.token_type_embeddings.shape)),
         *layer_norm_specs(emb.layer_norm, "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
+    ]
+
+
+def _albert_specs(encoder) -> List[WeightSpec]:
+    """ALBERT's names: Google's original TF checkpoints (`bert/encoder/transformer/group_0/inner_group_0/...`, as
+    transformers' `load_tf_weights_in_albert` maps them) and transformers' `AlbertModel`
+    (`encoder.albert_layer_groups.0.albert_layers.0...`). Each shared block is named once; the pooler comes last."""
+    specs = [
+        *_embedding_specs(encoder.embeddings),
         *dense_specs(encoder.embedding_projection, "bert/encoder/embedding_hidden_mapping_in",
                      "encoder.embedding_hidden_mapping_in"),
     ]
@@ -177,16 +183,7 @@ def encoder_specs(encoder) -> List[WeightSpec]:
         return _distilbert_specs(encoder)
     if encoder.config.is_albert:
         return _albert_specs(encoder)
-    emb = encoder.embeddings
-    specs = [
-        WeightSpec(emb.word_embeddings, "bert/embeddings/word_embeddings", "embeddings.word_embeddings.weight",
-                   tuple(emb.word_embeddings.shape)),
-        WeightSpec(emb.position_embeddings, "bert/embeddings/position_embeddings",
-                   "embeddings.position_embeddings.weight", tuple(emb.position_embeddings.shape)),
-        WeightSpec(emb.token_type_embeddings, "bert/embeddings/token_type_embeddings",
-                   "embeddings.token_type_embeddings.weight", tuple(emb.token_type_embeddings.shape)),
-        *layer_norm_specs(emb.layer_norm, "bert/embeddings/LayerNorm", "embeddings.LayerNorm"),
-    ]
+    specs = _embedding_specs(encoder.embeddings)
     for i, block in enumerate(encoder.transformer_layers):
         google = f"bert/encoder/layer_{i}"
         hf = f"encoder.layer.{i}"
