@@ -5,9 +5,12 @@ core ops:
 
 1. One window per question: `[CLS] question [SEP] context [SEP]`, the question cut to `max_query_length`
    pieces first (as `build_features` does), the context then cut to the `seq_length - question - 3` pieces
-   left, and `truncated` says when either was cut. The Python path (`tasks.run_squad`) slides doc-stride
-   windows over a long context instead; the export reads only the first window, so export with a larger
-   `--max_seq_length` (up to the model's position limit) to cover longer contexts.
+   left, and `truncated` says when either was cut. RoBERTa (a `Preprocessor` with `layout="roberta"`):
+   `<s> question </s></s> context </s>`, `seq_length - question - 4` context pieces, the question's leading
+   whitespace stripped first (as `build_features` and transformers' `run_qa.py` do). The Python path
+   (`tasks.run_squad`) slides doc-stride windows over a long context instead; the export reads only the first
+   window, so export with a larger `--max_seq_length` (up to the model's position limit) to cover longer
+   contexts.
 2. The answer is the span of context pieces with the highest start + end logit among those with
    start <= end and end - start + 1 <= `max_answer_length` (the run's values, from `task.json`): the first
    entry of `postprocess`'s n-best list (with every position a candidate). Ties go to the lower start, then
@@ -32,6 +35,8 @@ the byte offsets and everything else as in the SavedModel.
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from export.tagger_module import LEADING_WHITESPACE
+from official_bert.data.squad import special_tokens_between
 from official_bert.text.ragged_ops import characters_before, row_ids
 
 NEG_INF = float("-inf")
@@ -103,11 +108,12 @@ class SquadModule(ServingModule):
     `answer_token_end` [batch] int32 (positions in the packed sequence, -1 for ""), `start_logits` /
     `end_logits` [batch, seq], `truncated` [batch] bool; SQuAD 2.0 models also `no_answer` [batch] bool,
     `null_score` (start + end logit of [CLS]) and `null_score_diff` (null_score - score) [batch] float32.
-    `serve_tokens` gives the outputs without text: the context is the type-1 tokens before the last [SEP].
+    `serve_tokens` gives the outputs without text: the context is the type-1 tokens before the last [SEP] (RoBERTa:
+    the tokens between the first `</s></s>` and the last `</s>`).
 
     Args:
         model: a `BertSpanLabeler` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`, or a `Preprocessor` (its `layout`).
         max_query_length: question pieces kept.
         max_answer_length: the longest answer, in pieces.
         version_2_with_negative: SQuAD 2.0: some questions have no answer.
@@ -117,9 +123,12 @@ class SquadModule(ServingModule):
 
     def __init__(self, model, preprocessor, max_query_length, max_answer_length, version_2_with_negative,
                  null_score_diff_threshold, assets):
-        if not 1 <= max_query_length <= preprocessor.seq_length - 4:
-            raise ValueError(f"max_query_length={max_query_length} must be between 1 and max_seq_length - 4 "
-                             f"({preprocessor.seq_length - 4}), to leave room for context")
+        self.layout = getattr(preprocessor, "layout", "bert")
+        self._extra = special_tokens_between(self.layout)  # RoBERTa's second </s> between question and context
+        limit = preprocessor.seq_length - 4 - self._extra
+        if not 1 <= max_query_length <= limit:
+            raise ValueError(f"max_query_length={max_query_length} must be between 1 and max_seq_length - "
+                             f"{4 + self._extra} ({limit}), to leave room for context")
         if max_answer_length < 1:
             raise ValueError(f"max_answer_length must be at least 1, got {max_answer_length}")
         super().__init__(preprocessor, ("question", "context"), assets, name="squad")
@@ -154,7 +163,14 @@ class SquadModule(ServingModule):
         mask = tf.equal(inputs["input_mask"], 1)  # (batch, seq)
         last = tf.reduce_sum(inputs["input_mask"], axis=1, keepdims=True) - 1  # (batch, 1) the closing [SEP]
         positions = tf.range(self.seq_length)[None, :]
-        context = tf.logical_and(tf.logical_and(mask, tf.equal(inputs["input_type_ids"], 1)), positions < last)
+        if self._extra:  # RoBERTa: type ids are all 0; the context starts after the first </s></s>
+            sep_id = self.preprocessor.tokenizer.get_special_tokens_dict()["end_of_segment_id"]
+            is_sep = tf.equal(inputs["input_word_ids"], sep_id)
+            first = tf.argmax(tf.cast(is_sep, tf.int32), axis=1, output_type=tf.int32)[:, None] + 2  # (batch, 1)
+            in_context = positions >= tf.cast(first, positions.dtype)
+        else:
+            in_context = tf.equal(inputs["input_type_ids"], 1)
+        context = tf.logical_and(tf.logical_and(mask, in_context), positions < last)
         return self._answer(inputs, context)
 
     def answer_text(self, texts):
@@ -164,16 +180,18 @@ class SquadModule(ServingModule):
         return self._read(texts[0], texts[1], with_characters=False)
 
     def _read(self, question, context, with_characters):
+        if self._extra:  # RoBERTa: a leading space would be a piece of its own ("Ġ")
+            question = tf.strings.regex_replace(question, LEADING_WHITESPACE, "")
         question_ids, question_length = keep_first(self.preprocessor.tokenize(question),
                                                    tf.constant(self.max_query_length, tf.int64))
         context_ids, starts, ends = self.preprocessor.tokenize(context, with_offsets=True)  # [batch, (pieces)]
         kept_question = question_ids.row_splits[1:] - question_ids.row_splits[:-1]  # (batch,) int64
-        room = self.seq_length - 3 - kept_question  # (batch,) context pieces that fit
+        room = self.seq_length - 3 - self._extra - kept_question  # (batch,) context pieces that fit
         context_ids, context_length = keep_first(context_ids, room)
         inputs, _ = self.preprocessor.pack_tokens([question_ids, context_ids])  # fits: no further cut
         truncated = tf.logical_or(question_length > self.max_query_length, context_length > room)
 
-        first = tf.cast(kept_question + 2, tf.int32)[:, None]  # (batch, 1) [CLS] question [SEP]
+        first = tf.cast(kept_question + 2 + self._extra, tf.int32)[:, None]  # (batch, 1) [CLS] question [SEP]
         kept_context = tf.cast(context_ids.row_splits[1:] - context_ids.row_splits[:-1], tf.int32)[:, None]
         positions = tf.range(self.seq_length)[None, :]  # (1, seq)
         context_mask = tf.logical_and(positions >= first, positions < first + kept_context)  # (batch, seq)

@@ -3,10 +3,14 @@
 It reproduces `official_bert.pipelines.EntityTagger` with dense core ops:
 
 1. Words are the tokenizer's words: a piece that is not a `##` suffix (or is first in its text) starts one.
-2. The text is packed as `[CLS] pieces [SEP]` (the training layout) and each word takes the argmax tag of
-   its first piece. Pieces past `seq_length - 2` are cut: words whose first piece was cut get no tag and
-   are not reported, and `truncated` says so (EntityTagger would go on in a second window; export with a
-   larger `--max_seq_length`, up to the model's position limit, to cover longer texts).
+   RoBERTa's byte-level BPE (a `Preprocessor` with `layout="roberta"`) tokenizes the text after a space, as in
+   training, and a piece that begins with a space ("Ġ") or follows whitespace starts a word; whitespace-only
+   pieces start none (`tagging_dataset.text_words`, which `EntityTagger` follows).
+2. The text is packed as `[CLS] pieces [SEP]` (RoBERTa: `<s> pieces </s>`; the training layout) and each
+   word takes the argmax tag of its first piece. Pieces past `seq_length - 2` are cut: words whose first
+   piece was cut get no tag and are not reported, and `truncated` says so (EntityTagger would go on in a
+   second window; export with a larger `--max_seq_length`, up to the model's position limit, to cover longer
+   texts).
 3. Entities are chunks of the word tags by conlleval's rules (`official_bert.metrics.tagging`), computed
    from each word's tag and its neighbours' within the text.
 
@@ -23,12 +27,16 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.ragged_ops import characters_before, row_ids
-from official_bert.text.vocab import is_suffix_piece
 
 # Chunk prefixes as integers; O is 0.
 _PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
 O, B, I, E, S = range(5)
+
+
+# Python's `str.isspace()` characters at the start of a string (`str.lstrip()`), in RE2 syntax.
+LEADING_WHITESPACE = r"^[\s\v\pZ\x{1c}-\x{1f}\x{85}]+"
 
 
 def tag_tables(label_names):
@@ -113,7 +121,7 @@ class TaggerModule(ServingModule):
 
     Args:
         model: a `BertTokenClassifier` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.TextPreprocessor`, or a `Preprocessor` (its `layout`).
         label_names: the tag of each label id (IOB2, as in the model_dir's `task.json`).
         assets: file name -> path of files to ship in `assets/`.
     """
@@ -125,7 +133,11 @@ class TaggerModule(ServingModule):
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
         self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
-        self._is_suffix = is_suffix_piece(preprocessor.tokenizer.get_vocab())
+        self._prefix = word_prefix(getattr(preprocessor, "layout", "bert"))  # "" (WordPiece) or " " (RoBERTa)
+        layout = getattr(preprocessor, "layout", "bert")
+        self._is_suffix = ~starts_word(preprocessor.tokenizer.get_vocab(), layout)
+        self._lone_space = bare_space(preprocessor.tokenizer.get_vocab(), layout)
+        self._space = whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout)
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, seq, labels)
@@ -139,7 +151,16 @@ class TaggerModule(ServingModule):
         return self._tag(texts[0], with_characters=False)
 
     def _tag(self, text, with_characters):
-        ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
+        if self._prefix:  # RoBERTa: leading whitespace stripped, then tokenized after a space (if anything is left)
+            stripped = tf.strings.regex_replace(text, LEADING_WHITESPACE, "")
+            source = tf.where(tf.strings.length(stripped) > 0, tf.strings.join([self._prefix, stripped]), stripped)
+            shift = tf.cast(tf.strings.length(text) - tf.strings.length(source), tf.int64)  # (batch,) bytes
+            ids, starts, ends = self.preprocessor.tokenize(source, with_offsets=True)
+            rows = row_ids(tf.cast(starts.row_splits, tf.int64), tf.shape(starts.values, out_type=tf.int64)[0])
+            starts, ends = (offsets.with_flat_values(offsets.flat_values + tf.gather(shift, rows))
+                            for offsets in (starts, ends))
+        else:
+            ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
         inputs, truncated = self.preprocessor.pack_tokens([ids])
         logits = self.model(inputs, training=False)  # (batch, seq, labels)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
@@ -150,9 +171,24 @@ class TaggerModule(ServingModule):
         piece_rows = row_ids(splits, num_pieces)  # (pieces,)
         position = tf.range(num_pieces) - tf.gather(splits, piece_rows)  # (pieces,) index within its text
         is_suffix = tf.gather(tf.constant(self._is_suffix), ids.values)  # (pieces,)
-        word_start = tf.logical_or(tf.logical_not(is_suffix), tf.equal(position, 0))
-        first_piece = tf.reshape(tf.where(word_start), [-1])  # (words,)
-        last_piece = tf.concat([first_piece[1:], tf.reshape(num_pieces, [1])], axis=0) - 1  # (words,)
+        # A whitespace-only piece (RoBERTa's "Ġ", "Ċ", ...) starts no word, ends the word before it
+        # and makes the next piece start one; except a lone "Ġ" before a piece of its own word (`text_words`).
+        is_space = tf.gather(tf.constant(self._space), ids.values)  # (pieces,)
+        next_same_row = tf.equal(tf.concat([piece_rows, [-1]], axis=0)[1:], piece_rows)  # (pieces,)
+        next_is_space = tf.concat([is_space, [True]], axis=0)[1:]
+        next_may_start = tf.concat([tf.logical_not(is_suffix), [True]], axis=0)[1:]
+        lone_space = tf.gather(tf.constant(self._lone_space), ids.values)  # (pieces,)
+        attached = tf.logical_and(tf.logical_and(lone_space, next_same_row),
+                                  tf.logical_not(tf.logical_or(next_is_space, next_may_start)))
+        is_space = tf.logical_and(is_space, tf.logical_not(attached))
+        after_space = tf.concat([[False], is_space], axis=0)[:-1]  # (pieces,)
+        word_start = tf.logical_and(tf.logical_not(is_space), tf.logical_or(
+            tf.logical_or(tf.logical_not(is_suffix), after_space), tf.equal(position, 0)))
+        boundary = tf.reshape(tf.where(tf.logical_or(word_start, is_space)), [-1])  # (boundaries,)
+        next_boundary = tf.concat([boundary[1:], tf.reshape(num_pieces, [1])], axis=0)  # (boundaries,)
+        starts_one = tf.reshape(tf.where(tf.gather(word_start, boundary)), [-1])  # (words,)
+        first_piece = tf.gather(boundary, starts_one)  # (words,)
+        last_piece = tf.gather(next_boundary, starts_one) - 1  # (words,) the word's last non-space piece
         word_rows = tf.gather(piece_rows, first_piece)
         word_position = tf.gather(position, first_piece)  # (words,) piece index of the word's first piece
         budget = tf.constant(self.seq_length - 2, tf.int64)

@@ -6,12 +6,14 @@ Features follow Google's original `run_squad.py`, with character offsets where i
    context once and every question; the tokenizer's byte offsets become Python character offsets into
    `example.context`, so pieces and offsets are those of Hugging Face's `BertTokenizerFast` (tested on the
    whole dev set).
-2. The question keeps its first `max_query_length` pieces. Each window is
-   `[CLS] question [SEP] context-window [SEP] [PAD]...` with type ids 0 up to the first [SEP] and 1 after.
+2. The question (leading whitespace stripped, as Hugging Face's `run_qa.py` does) keeps its first
+   `max_query_length` pieces. Each window is `[CLS] question [SEP] context-window [SEP] [PAD]...` with type ids
+   0 up to the first [SEP] and 1 after; RoBERTa's (`layout="roberta"`, byte-level BPE) is
+   `<s> question </s></s> context-window </s> <pad>...` with type ids 0, as `RobertaTokenizerFast` packs a pair.
    Windows cover the context pieces as the original does: each holds up to
-   `max_seq_length - len(question) - 3` pieces and the next starts `min(length, doc_stride)` pieces later
-   (doc_stride is a step, not Hugging Face's overlap), until one reaches the end. A context with no pieces
-   still gets one (empty) window, so every question is predicted.
+   `max_seq_length - len(question) - 3` pieces (RoBERTa: `- 4`) and the next starts `min(length, doc_stride)`
+   pieces later (doc_stride is a step, not Hugging Face's overlap), until one reaches the end. A context with no
+   pieces still gets one (empty) window, so every question is predicted.
 3. Targets (training): the gold answer's character span maps to the first and last context pieces that
    overlap it. A window that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable
    questions. Training uses the first gold answer (training files have one; dev files used for training
@@ -317,28 +319,38 @@ def _answer_pieces(example: SquadExample, starts: np.ndarray, ends: np.ndarray):
     return result
 
 
+def special_tokens_between(layout: str) -> int:
+    """How many special tokens a pair of segments packs besides one per segment's end and the opening one:
+    0 for BERT (`[CLS] A [SEP] B [SEP]`), 1 for RoBERTa (`<s> A </s></s> B </s>`)."""
+    if layout not in ("bert", "roberta"):
+        raise ValueError(f"layout is {layout!r}; expected 'bert' or 'roberta'")
+    return 1 if layout == "roberta" else 0
+
+
 def build_features(examples: Sequence[SquadExample], tokenizer, max_seq_length: int = 384, doc_stride: int = 128,
-                   max_query_length: int = 64, is_training: bool = False, batch_size: int = 256
-                   ) -> Tuple[SquadFeatures, dict]:
+                   max_query_length: int = 64, is_training: bool = False, batch_size: int = 256,
+                   layout: str = "bert") -> Tuple[SquadFeatures, dict]:
     """Packs examples into doc-stride windows (see the module notes).
 
     Args:
         examples: `SquadExample`s.
-        tokenizer: an `official_bert.text.BertTokenizer`.
+        tokenizer: an `official_bert.text.BertTokenizer`, or a `BytePairTokenizer` with `layout="roberta"`.
         max_seq_length: packed length.
         doc_stride: step between window starts, in context pieces.
         max_query_length: question pieces kept.
         is_training: compute `start_positions` / `end_positions`, skipping examples whose (first) answer is
             mismatched; a question with neither answer nor `is_impossible` is an error.
         batch_size: texts per tokenizer call.
+        layout: "bert" (`[CLS] Q [SEP] C [SEP]`, type ids 0 then 1) or "roberta" (`<s> Q </s></s> C </s>`, 0).
     Returns: `(SquadFeatures, stats)`; stats counts `examples`, `windows`, `skipped_examples`,
         `mismatched_answers` (with `mismatched_qas_ids`), `answers_without_pieces`, `truncated_questions`,
         `max_windows_per_example` and, in training, `answer_outside_window` (windows of answerable
         examples whose target is [CLS]) and `impossible_examples`.
     """
-    if max_seq_length <= max_query_length + 3:
+    extra = special_tokens_between(layout)  # RoBERTa's second </s> between question and context
+    if max_seq_length <= max_query_length + 3 + extra:
         raise ValueError(f"max_seq_length={max_seq_length} leaves no room for context after a question of "
-                         f"max_query_length={max_query_length} pieces and [CLS], [SEP], [SEP]")
+                         f"max_query_length={max_query_length} pieces and {3 + extra} special tokens")
     if doc_stride < 1:
         raise ValueError(f"doc_stride must be at least 1, got {doc_stride}")
     special = tokenizer.get_special_tokens_dict()
@@ -347,7 +359,7 @@ def build_features(examples: Sequence[SquadExample], tokenizer, max_seq_length: 
     for example in examples:
         context_index.setdefault(example.context, len(context_index))
     contexts = tokenize_with_char_offsets(tokenizer, list(context_index), batch_size)
-    questions = tokenize_with_char_offsets(tokenizer, [e.question for e in examples], batch_size)
+    questions = tokenize_with_char_offsets(tokenizer, [e.question.lstrip() for e in examples], batch_size)
 
     stats = {"examples": len(examples), "skipped_examples": 0, "mismatched_answers": 0, "mismatched_qas_ids": [],
              "answers_without_pieces": 0, "truncated_questions": 0}
@@ -384,7 +396,7 @@ def build_features(examples: Sequence[SquadExample], tokenizer, max_seq_length: 
                 continue
             else:
                 target = found[0][0]
-        spans = doc_spans(len(starts), max_seq_length - len(question) - 3, doc_stride)
+        spans = doc_spans(len(starts), max_seq_length - len(question) - 3 - extra, doc_stride)
         plans.append((i, question, c, spans, target))
     if stats["mismatched_answers"] > _LOGGED_MISMATCHES:
         logger.warning("%d answers do not match their context in all (qas_ids in the stats)",
@@ -404,16 +416,17 @@ def build_features(examples: Sequence[SquadExample], tokenizer, max_seq_length: 
     for i, question, c, spans, target in plans:
         context_ids, starts, ends = contexts[c]
         best = max_context_windows(spans, len(context_ids))
-        offset = len(question) + 2  # [CLS] question [SEP]
+        offset = len(question) + 2 + extra  # [CLS] question [SEP] (RoBERTa: <s> question </s></s>)
         for w, (start, length) in enumerate(spans):
             end = offset + length
             word_ids[row, 0] = cls_id
-            word_ids[row, 1:offset - 1] = question
-            word_ids[row, offset - 1] = sep_id
+            word_ids[row, 1:1 + len(question)] = question
+            word_ids[row, 1 + len(question):offset] = sep_id
             word_ids[row, offset:end] = context_ids[start:start + length]
             word_ids[row, end] = sep_id
             mask[row, :end + 1] = 1
-            type_ids[row, offset:end + 1] = 1
+            if layout == "bert":
+                type_ids[row, offset:end + 1] = 1
             char_spans[row, offset:end, 0] = starts[start:start + length]
             char_spans[row, offset:end, 1] = ends[start:start + length]
             is_max_context[row, offset:end] = best[start:start + length] == w

@@ -2,16 +2,23 @@
 
 The design, in three exact steps:
 
-1. Tokenize (`word_pieces`): every distinct word goes once through the in-graph `BertTokenizer` (batched in
-   tf.data), so each word becomes its list of WordPiece ids, exactly the pieces Hugging Face gives it with
-   `is_split_into_words=True`. A word with no pieces (only characters the tokenizer drops) gets `[UNK]`, so
-   every word keeps a position and a prediction.
+1. Tokenize (`word_pieces`): every distinct word goes once through the in-graph tokenizer (batched in
+   tf.data), so each word becomes its list of ids, exactly the pieces Hugging Face gives it with
+   `is_split_into_words=True`: WordPiece's pieces, or for RoBERTa's byte-level BPE (`layout="roberta"`) the
+   pieces of the word after a space, as `RobertaTokenizerFast(add_prefix_space=True)` ("EU" -> "ĠEU"). A word
+   with no pieces (only characters the tokenizer drops) gets the unknown token, so every word keeps a position
+   and a prediction.
 2. Window (`build_windows`, NumPy): a sentence is cut into windows of whole words, greedily, each holding at
-   most `seq_length - 2` pieces, packed as `[CLS] pieces [SEP] [PAD]...`. No word is lost or split across
+   most `seq_length - 2` pieces, packed as `[CLS] pieces [SEP] [PAD]...` (RoBERTa: `<s> pieces </s> <pad>...`,
+   the same places; the ids come from the tokenizer's special-token dict). No word is lost or split across
    windows; a single word of more pieces than a window holds keeps its first ones. The first piece of each
    word carries the word's label; other pieces, [CLS], [SEP] and padding carry `IGNORE_LABEL` (-100), which
    the loss skips.
 3. Reassemble (`word_predictions`): the argmax at each word's first piece, put back per sentence in order.
+
+Raw text (the entity tagger and its export) is tokenized whole and its pieces grouped into words by
+`text_words`: a WordPiece word is a piece and its `##` suffixes; a RoBERTa word starts at a piece that begins
+with a space or follows whitespace, as Hugging Face's token-classification pipeline groups byte-level pieces.
 
 Examples:
 
@@ -55,19 +62,116 @@ class TaggingWindows:
         return len(self.sentence)
 
 
-def word_pieces(tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 1024) -> List[List[List[int]]]:
-    """The WordPiece ids of every word: `[sentence][word] -> [piece ids]` (never empty).
+LAYOUTS = ("bert", "roberta")
+SPACE_SYMBOL = "\u0120"  # "Ġ": the byte-level BPE's symbol of a space
+
+
+def word_prefix(layout: str) -> str:
+    """What a word is tokenized after: a space for RoBERTa's byte-level BPE (its words carry their leading space,
+    "Ġ"), nothing for WordPiece."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout is {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    return " " if layout == "roberta" else ""
+
+
+def starts_word(tokens: Sequence[str], layout: str = "bert") -> np.ndarray:
+    """Which pieces of running text may start a word: bool (vocab,), index = id.
+
+    WordPiece: every piece but a `##` suffix. RoBERTa: a piece that begins with a space ("Ġ"); the text is
+    tokenized after a space (`word_prefix`), so its first word has one too. As Hugging Face's token-classification
+    pipeline groups pieces into words (a byte-level piece not after whitespace continues the word before it).
+    `text_words` adds the rules on whitespace.
 
     Args:
-        tokenizer: an `official_bert.text.BertTokenizer`.
+        tokens: the vocabulary, index = id (None where no token has the id).
+        layout: "bert" or "roberta".
+    """
+    if word_prefix(layout):
+        return np.array([bool(t) and t.startswith(SPACE_SYMBOL) for t in tokens], bool)
+    from official_bert.text.vocab import is_suffix_piece
+
+    return ~is_suffix_piece([t or "" for t in tokens])
+
+
+def bare_space(tokens: Sequence[str], layout: str = "bert") -> np.ndarray:
+    """Which pieces are a lone space ("Ġ", RoBERTa): bool (vocab,). Before a piece that is not whitespace and does
+    not begin with a space, a lone space is the first piece of that piece's word (" Zw" -> "Ġ" "Zw" where the
+    vocab has no "ĠZw"), which carries the word's label in training."""
+    if word_prefix(layout):
+        return np.array([t == SPACE_SYMBOL for t in tokens], bool)
+    return np.zeros(len(tokens), bool)
+
+
+def whitespace_pieces(tokens: Sequence[str], layout: str = "bert") -> np.ndarray:
+    """Which pieces are whitespace only (RoBERTa's "Ġ", "ĠĠ", "Ċ", ...: bytes that decode to `str.isspace()`
+    text): bool (vocab,). WordPiece has none."""
+    if not word_prefix(layout):
+        return np.zeros(len(tokens), bool)
+    from official_bert.text.byte_level import bytes_to_unicode
+
+    to_byte = {symbol: byte for byte, symbol in bytes_to_unicode().items()}
+
+    def is_space(token):
+        if not token or any(c not in to_byte for c in token):
+            return False
+        try:
+            return bytes(to_byte[c] for c in token).decode("utf-8").isspace()
+        except UnicodeDecodeError:
+            return False
+
+    return np.array([is_space(t) for t in tokens], bool)
+
+
+def text_words(ids: Sequence[int], starts: Sequence[int], ends: Sequence[int], may_start: np.ndarray,
+               lone_space: np.ndarray, space: np.ndarray) -> List[tuple]:
+    """The words of one tokenized text: `[(first piece, end piece, start, end)]`, end piece exclusive.
+
+    A piece of whitespace only (`whitespace_pieces`) starts no word and widens no span: it stays in the word
+    before it, and the next piece starts a word; except a lone space before a piece that is neither whitespace
+    nor begins with a space, which starts that piece's word. Otherwise a word starts where `may_start`
+    (`starts_word`) says, and at the text's first piece.
+
+    Args:
+        ids, starts, ends: the text's piece ids and their offsets.
+        may_start: `starts_word` of the vocab; lone_space: `bare_space`; space: `whitespace_pieces`.
+    """
+    n = len(ids)
+    is_space = [bool(space[i]) for i in ids]
+    for k in range(n - 1):
+        if lone_space[ids[k]] and not is_space[k + 1] and not may_start[ids[k + 1]]:
+            is_space[k] = False
+    words, after_space = [], False
+    for k in range(n):
+        if is_space[k]:
+            after_space = True
+            continue
+        if words and not after_space and not may_start[ids[k]]:
+            words[-1][3] = ends[k]
+        else:
+            words.append([k, k + 1, starts[k], ends[k]])
+        after_space = False
+    for k, word in enumerate(words):  # a word's pieces run to the next word's first (its trailing whitespace too)
+        word[1] = words[k + 1][0] if k + 1 < len(words) else n
+    return [tuple(word) for word in words]
+
+
+def word_pieces(tokenizer, sentences: Sequence[Sequence[str]], batch_size: int = 1024,
+                layout: str = "bert") -> List[List[List[int]]]:
+    """The piece ids of every word: `[sentence][word] -> [piece ids]` (never empty).
+
+    Args:
+        tokenizer: an `official_bert.text.BertTokenizer`, or a `BytePairTokenizer` with `layout="roberta"`.
         sentences: the words of each sentence.
         batch_size: words per tokenizer call.
+        layout: "bert", or "roberta": each word is tokenized after a space (see `word_prefix`).
     """
     from official_bert.text.dataset import tokenize_corpus
 
+    prefix = word_prefix(layout)
     vocabulary = sorted({word for words in sentences for word in words})
-    unk = tokenizer.get_special_tokens_dict()["unk_id"]
-    pieces = dict(zip(vocabulary, tokenize_corpus(tokenizer, vocabulary, batch_size))) if vocabulary else {}
+    unk = tokenizer.get_special_tokens_dict().get("unk_id")  # a word after a space always has byte-level pieces
+    pieces = dict(zip(vocabulary, tokenize_corpus(tokenizer, [prefix + w for w in vocabulary], batch_size))) \
+        if vocabulary else {}
     return [[pieces[word] or [unk] for word in words] for words in sentences]
 
 
@@ -77,8 +181,8 @@ def build_windows(pieces: Sequence[Sequence[Sequence[int]]], seq_length: int, sp
 
     Args:
         pieces: `[sentence][word] -> [piece ids]`, from `word_pieces`.
-        seq_length: packed length, [CLS] and [SEP] included (at least 3).
-        special_ids: `BertTokenizer.get_special_tokens_dict()`.
+        seq_length: packed length, [CLS] and [SEP] (<s> and </s>) included (at least 3).
+        special_ids: the tokenizer's `get_special_tokens_dict()` ([CLS]/<s>, [SEP]/</s>, padding).
         labels: `[sentence][word] -> label id`, or None.
     Returns: `TaggingWindows`; a sentence without words has no window.
     """

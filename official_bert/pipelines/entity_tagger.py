@@ -1,7 +1,10 @@
 """EntityTagger: raw text in, named entities out, with their type and character spans.
 
 Words are the BERT tokenizer's words: the text split on whitespace and punctuation (and around CJK
-characters), as Hugging Face's token-classification pipeline splits it. Each word is tagged from its
+characters), as Hugging Face's token-classification pipeline splits it. For RoBERTa (`layout="roberta"`) the
+text is tokenized after a space, as in training (`RobertaTokenizerFast(add_prefix_space=True)`), and a word is a
+piece that begins with a space ("Ġ") or follows whitespace, and the pieces up to the next such one (the pipeline's
+grouping: punctuation right after a word stays in it; see `tagging_dataset.text_words`). Each word is tagged from its
 first word piece (the piece that carries the label in training), long texts are windowed exactly as in
 training (`official_bert.data.tagging_dataset`), and entities are read off the tags with conlleval's
 chunk rules (`official_bert.metrics.tagging.get_entities`). Character spans come from the in-graph
@@ -23,10 +26,10 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces, word_predictions
+from official_bert.data.tagging_dataset import (bare_space, build_windows, starts_word, tagging_dataset,
+                                                text_words, whitespace_pieces, word_pieces, word_predictions,
+                                                word_prefix)
 from official_bert.metrics.tagging import get_entities
-from official_bert.text import BertTokenizer
-from official_bert.text.vocab import is_suffix_piece
 
 
 class EntityTagger:
@@ -34,19 +37,25 @@ class EntityTagger:
 
     Args:
         model: a `BertTokenClassifier` (logits (batch, seq, num_labels)).
-        tokenizer: the `BertTokenizer` it was trained with.
+        tokenizer: the tokenizer it was trained with (`BertTokenizer`, or `BytePairTokenizer` for RoBERTa).
         label_names: tag of each label id (IOB2, e.g. from the model_dir's `task.json`).
         seq_length: window length (the training `max_seq_length`).
         batch_size: windows per prediction batch.
+        layout: "bert", or "roberta" (words tokenized after a space, `<s> pieces </s>`).
     """
 
-    def __init__(self, model, tokenizer, label_names: Sequence[str], seq_length: int = 128, batch_size: int = 64):
+    def __init__(self, model, tokenizer, label_names: Sequence[str], seq_length: int = 128, batch_size: int = 64,
+                 layout: str = "bert"):
         self.model = model
         self.tokenizer = tokenizer
         self.label_names = list(label_names)
         self.seq_length = seq_length
         self.batch_size = batch_size
-        self._is_suffix = is_suffix_piece(tokenizer.get_vocab())
+        self.layout = layout
+        self._prefix = word_prefix(layout)
+        self._starts_word = starts_word(tokenizer.get_vocab(), layout)
+        self._lone_space = bare_space(tokenizer.get_vocab(), layout)
+        self._space = whitespace_pieces(tokenizer.get_vocab(), layout)
 
     @classmethod
     def from_model_dir(cls, model_dir: str, batch_size: int = 64) -> "EntityTagger":
@@ -56,8 +65,11 @@ class EntityTagger:
         loaded = load_model_dir(model_dir)
         if loaded.kind != TAGGING:
             raise ValueError(f"{model_dir}: a {loaded.kind} model_dir; the entity tagger needs a tasks.run_ner one")
-        tokenizer = BertTokenizer(vocab_file=loaded.vocab_file, lower_case=loaded.lower_case)
-        return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size)
+        from official_bert.text.preprocessing import tokenizer_from_files
+
+        tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
+        return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size,
+                   layout="roberta" if loaded.config.is_roberta else "bert")
 
     def _predict(self, pieces) -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())
@@ -69,26 +81,28 @@ class EntityTagger:
 
     def tag_words(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
         """The IOB2 tag of every word of pre-split sentences (e.g. CoNLL's)."""
-        return self._predict(word_pieces(self.tokenizer, sentences))
+        return self._predict(word_pieces(self.tokenizer, sentences, layout=self.layout))
 
     def split_words(self, texts: Sequence[str]):
-        """The tokenizer's words of each text: `[text] -> (pieces per word, (start, end) char span per word)`."""
+        """The tokenizer's words of each text: `[text] -> (pieces per word, (start, end) char span per word)`.
+
+        RoBERTa: the text, leading whitespace stripped, is tokenized after a space (none when nothing is left);
+        whitespace-only pieces start no word (`tagging_dataset.text_words`).
+        """
         if not texts:
             return []
-        ids, starts, ends = self.tokenizer(tf.constant(list(texts), tf.string), with_offsets=True)
+        tokenized = [(self._prefix + t.lstrip() if t.strip() else "") if self._prefix else t for t in texts]
+        ids, starts, ends = self.tokenizer(tf.constant(tokenized, tf.string), with_offsets=True)
         result = []
-        for text, row_ids, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
+        for text, source, row_ids, row_starts, row_ends in zip(texts, tokenized, ids.to_list(), starts.to_list(),
+                                                               ends.to_list()):
+            shift = len(text.encode("utf-8")) - len(source.encode("utf-8"))  # bytes of `text` before `source`'s
             # byte offset -> character index: character i starts at byte char_starts[i]
             char_starts = np.cumsum([0] + [len(c.encode("utf-8")) for c in text])
-            pieces, spans = [], []
-            for piece, start, end in zip(row_ids, row_starts, row_ends):
-                if pieces and self._is_suffix[piece]:
-                    pieces[-1].append(piece)
-                    spans[-1][1] = end
-                else:
-                    pieces.append([piece])
-                    spans.append([start, end])
-            spans = [(int(np.searchsorted(char_starts, s)), int(np.searchsorted(char_starts, e))) for s, e in spans]
+            words = text_words(row_ids, row_starts, row_ends, self._starts_word, self._lone_space, self._space)
+            pieces = [row_ids[first:end] for first, end, _, _ in words]
+            spans = [(int(np.searchsorted(char_starts, s + shift)), int(np.searchsorted(char_starts, e + shift)))
+                     for _, _, s, e in words]
             result.append((pieces, spans))
         return result
 

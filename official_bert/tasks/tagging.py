@@ -5,9 +5,14 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import Task, check_training_examples
+from official_bert.tasks.base import BPE, WORDPIECE, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
+
+
+def layout_of(bert_config):
+    """The packing of a model's family: "roberta" (byte-level BPE, `<s> ... </s>`) or "bert"."""
+    return "roberta" if bert_config.is_roberta else "bert"
 
 
 class TaggingTask(Task):
@@ -15,7 +20,9 @@ class TaggingTask(Task):
 
     The label set is read from the training file ("O" first, then sorted; IOB1 converted to IOB2), or without
     one (evaluation only) from the model_dir's task.json. Each word's first piece carries its label; sentences
-    longer than the sequence length are cut into windows of whole words and put back together.
+    longer than the sequence length are cut into windows of whole words and put back together. BERT and
+    DistilBERT tag WordPiece words in `[CLS] pieces [SEP]`; RoBERTa tags each word tokenized after a space in
+    `<s> pieces </s>`, as transformers' `RobertaTokenizerFast(add_prefix_space=True)` with `is_split_into_words`.
 
     Args:
         data_dir: the CoNLL files (train.txt/valid.txt/test.txt, or eng.train/eng.testa/eng.testb).
@@ -27,6 +34,7 @@ class TaggingTask(Task):
 
     kind = model_dirs.TAGGING
     uses_pooler = False  # HF token-classification checkpoints have none
+    tokenizer_kinds = (WORDPIECE, BPE)
 
     def __init__(self, data_dir, tag_scheme="iob2", eval_split="test", predict_text_file=None):
         self.data_dir = data_dir
@@ -75,7 +83,8 @@ class TaggingTask(Task):
         config, tokenizer = context.config, context.tokenizer
         check_training_examples(self.train_sources()[0], len(self.train), len(self.train), what="sentences")
         label_ids = {tag: i for i, tag in enumerate(self.labels)}
-        windows = build_windows(word_pieces(tokenizer, self.train.words), config.max_seq_length,
+        windows = build_windows(word_pieces(tokenizer, self.train.words, layout=layout_of(context.bert_config)),
+                                config.max_seq_length,
                                 tokenizer.get_special_tokens_dict(),
                                 labels=[[label_ids[t] for t in tags] for tags in self.train.tags])
         logger.info("%d training sentences make %d windows", len(self.train), len(windows))
@@ -89,7 +98,7 @@ class TaggingTask(Task):
         from official_bert.pipelines.entity_tagger import EntityTagger
 
         return EntityTagger(model, context.tokenizer, self.labels, context.config.max_seq_length,
-                            context.config.eval_batch_size)
+                            context.config.eval_batch_size, layout=layout_of(context.bert_config))
 
     def _predicted_tags(self, tagger):
         if self._predicted is None:

@@ -12,7 +12,6 @@ from export.saved_model import build_module
 from fill_mask_checks import assert_fill_mask_as_transformers
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
-from official_bert.tasks.tagging import TaggingTask
 from official_bert.text import load_preprocessor
 
 torch = pytest.importorskip("torch")
@@ -111,13 +110,20 @@ def test_raw_text_export_answers_as_the_model_and_tflite_refuses_the_bpe(trained
 
 
 def test_a_task_without_bpe_support_refuses_roberta_before_writing(trained, shared_data, tmp_path):
+    """Pre-training on raw text packs and masks WordPiece / SentencePiece words only (tagging and SQuAD take RoBERTa:
+    tests/tasks/test_roberta_span_tasks.py)."""
+    from official_bert.tasks.pretraining import PretrainingTask
+
     family, checkpoint, _, _ = trained
     if family != "roberta":
         pytest.skip("WordPiece families run every task")
-    config = RunConfig(model_dir=str(tmp_path / "ner"), init_checkpoint=str(checkpoint), max_seq_length=SEQ)
-    with pytest.raises(ValueError, match="tagging: a roberta model.s bpe tokenizer is not supported"):
-        run(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), config)
-    assert not (tmp_path / "ner").exists()
+    text = tmp_path / "text.txt"
+    text.write_text("The cat sat on the mat.\nIt purred.\n\nA dog ran.\n")
+    config = RunConfig(model_dir=str(tmp_path / "mlm"), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                       do_eval=False)
+    with pytest.raises(ValueError, match="a roberta model.s bpe tokenizer is not supported"):
+        run(PretrainingTask(text_files=str(text), objective="mlm"), config)
+    assert not (tmp_path / "mlm").exists()
 
 
 def test_extract_features_of_a_roberta_checkpoint_equal_transformers(trained, tmp_path):

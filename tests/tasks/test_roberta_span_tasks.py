@@ -1,0 +1,316 @@
+"""RoBERTa on the span tasks: CoNLL tagging and SQuAD features equal transformers' (RobertaTokenizerFast with
+`add_prefix_space=True` and `is_split_into_words`; run_qa.py's `<s> Q </s></s> C </s>` windows and targets), and
+both tasks run (train, evaluate, predict) from a tiny RoBERTa checkpoint and export raw-text signatures that
+answer as the Keras model."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert.data.conll import read_conll
+from official_bert.data.squad import SquadExample, build_features, read_squad_json
+from official_bert.data.tagging_dataset import build_windows, word_pieces
+from official_bert.labels import IGNORE_LABEL
+from official_bert.text.preprocessing import tokenizer_from_files
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+SEQ = 64
+TAG_SEQ = 32  # short enough that some CoNLL sentences take two windows
+STRIDE, QUERY = 16, 24  # SQuAD: doc_stride (a step, in pieces) and max_query_length
+
+
+def _roberta_checkpoint(shared_data, directory, max_positions):
+    """A tiny random `RobertaModel` with a byte-level BPE (500 merges) trained on MRPC text (as
+    tests/tasks/test_family_runs.py builds it, with room for `max_positions` tokens)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:2000]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator([field for line in lines for field in line.split("\t")[3:5]], trainers.BpeTrainer(
+        vocab_size=256 + 5 + 500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    directory.mkdir()
+    bpe.model.save(str(directory))
+    config = transformers.RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                        num_attention_heads=4, intermediate_size=37,
+                                        max_position_embeddings=max_positions + 2, type_vocab_size=1, pad_token_id=1)
+    torch.manual_seed(0)
+    transformers.RobertaModel(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def checkpoint(shared_data, tmp_path_factory):
+    return _roberta_checkpoint(shared_data, tmp_path_factory.mktemp("roberta") / "checkpoint", SEQ)
+
+
+@pytest.fixture(scope="module")
+def bpe(checkpoint):
+    return tokenizer_from_files(str(checkpoint / "vocab.json"), False)
+
+
+def _sentences(path, count):
+    """The first `count` sentences of a CoNLL file, as a CoNLL file's text."""
+    blocks = [b for b in path.read_text().split("\n\n") if b.strip() and not b.startswith("-DOCSTART-")]
+    return "\n\n".join(blocks[:count]) + "\n"
+
+
+# --- tagging features ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seq_length", [TAG_SEQ, 128])
+def test_tagging_windows_equal_roberta_tokenizer_fast_with_prefix_space(shared_data, checkpoint, bpe, tmp_path,
+                                                                        seq_length):
+    """50 CoNLL sentences: ids and first-piece labels equal transformers' (`add_prefix_space=True`,
+    `is_split_into_words=True`, `truncation=True, max_length=seq_length`); a sentence longer than a window is cut
+    into windows of whole words whose pieces put back together are transformers' untruncated ones."""
+    path = tmp_path / "train.txt"
+    path.write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
+    data = read_conll(str(path))
+    labels = [[hash(t) % 7 for t in tags] for tags in data.tags]
+    windows = build_windows(word_pieces(bpe, data.words, layout="roberta"), seq_length,
+                            bpe.get_special_tokens_dict(), labels=labels)
+    reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint), add_prefix_space=True)
+    encoding = reference(data.words, is_split_into_words=True)
+    rows = {}
+    for row, s in enumerate(windows.sentence):
+        rows.setdefault(int(s), []).append(row)
+    assert sorted(rows) == list(range(len(data.words))) and len(data.words) == 50
+    split = whole = 0
+    for s, sentence_rows in rows.items():
+        ids = encoding["input_ids"][s]
+        word_ids = encoding.word_ids(s)
+        expected_labels = [IGNORE_LABEL if w is None or (j and word_ids[j - 1] == w) else labels[s][w]
+                           for j, w in enumerate(word_ids)]
+        if len(ids) <= seq_length:
+            whole += 1
+            assert len(sentence_rows) == 1
+            row = sentence_rows[0]
+            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, :len(ids)], ids)
+            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, len(ids):], 1)  # <pad>
+            np.testing.assert_array_equal(windows.labels[row, :len(ids)], expected_labels)
+            assert windows.inputs["input_mask"][row].sum() == len(ids) and not windows.inputs["input_type_ids"].any()
+            short = reference(data.words[s], is_split_into_words=True, truncation=True, max_length=seq_length)
+            assert short["input_ids"] == ids
+        else:  # <s> and </s> around each window; the inner pieces and labels, joined, are transformers'
+            split += 1
+            inner_ids, inner_labels = [], []
+            for row in sentence_rows:
+                length = int(windows.inputs["input_mask"][row].sum())
+                packed = windows.inputs["input_word_ids"][row, :length].tolist()
+                assert packed[0] == 0 and packed[-1] == 2
+                inner_ids += packed[1:-1]
+                inner_labels += windows.labels[row, 1:length - 1].tolist()
+            assert inner_ids == ids[1:-1] and inner_labels == expected_labels[1:-1]
+    assert split >= 3 and whole >= 10 if seq_length == TAG_SEQ else whole >= 45
+
+
+# --- SQuAD features --------------------------------------------------------------------------------------------
+
+
+def _run_qa_positions(encoding, w, answer):
+    """transformers' `run_qa.py` training targets (prepare_train_features), transcribed."""
+    sequence_ids = encoding.sequence_ids(w)
+    offsets = encoding["offset_mapping"][w]
+    start_char, end_char = answer["answer_start"], answer["answer_start"] + len(answer["text"])
+    token_start = sequence_ids.index(1)
+    token_end = len(sequence_ids) - 1 - sequence_ids[::-1].index(1)
+    if not (offsets[token_start][0] <= start_char and offsets[token_end][1] >= end_char):
+        return 0, 0
+    while token_start < len(offsets) and offsets[token_start][0] <= start_char:
+        token_start += 1
+    while offsets[token_end][1] >= end_char:
+        token_end -= 1
+    return token_start - 1, token_end + 1
+
+
+@pytest.fixture(scope="module")
+def squad_examples(shared_data, checkpoint):
+    """20 dev questions (with a leading space added to some, which run_qa strips) of at most QUERY pieces."""
+    reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
+    examples = []
+    for e in read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::50]:
+        if len(reference(e.question.lstrip(), add_special_tokens=False)["input_ids"]) <= QUERY:
+            question = " " + e.question if len(examples) % 3 == 0 else e.question
+            examples.append(SquadExample(e.qas_id, question, e.context, e.answers[:1]))
+        if len(examples) == 20:
+            return examples
+
+
+def test_squad_windows_and_targets_equal_run_qa(checkpoint, bpe, squad_examples):
+    """Each window's ids and mask equal RobertaTokenizerFast's `(question.lstrip(), context)` with
+    `truncation="only_second"`, `return_overflowing_tokens` and the overlap that makes its windows ours; the
+    training targets equal run_qa.py's; type ids are all 0 and the offsets are the fast tokenizer's."""
+    features, stats = build_features(squad_examples, bpe, SEQ, STRIDE, QUERY, is_training=True, layout="roberta")
+    assert stats["truncated_questions"] == 0 and stats["skipped_examples"] == 0
+    assert not features.inputs["input_type_ids"].any()
+    reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
+    rows = {}
+    for row, i in enumerate(features.example_index):
+        rows.setdefault(int(i), []).append(row)
+    windows = answered = 0
+    for i, example_rows in rows.items():
+        example = squad_examples[i]
+        question = example.question.lstrip()
+        question_length = len(reference(question, add_special_tokens=False)["input_ids"])
+        per_window = SEQ - question_length - 4
+        encoding = reference(question, example.context, truncation="only_second", max_length=SEQ,
+                             stride=per_window - STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True)
+        assert len(encoding["input_ids"]) == len(example_rows), example.qas_id
+        for w, row in enumerate(example_rows):
+            length = int(features.inputs["input_mask"][row].sum())
+            assert features.inputs["input_word_ids"][row, :length].tolist() == encoding["input_ids"][w]
+            assert features.inputs["input_mask"][row, :length].tolist() == encoding["attention_mask"][w]
+            np.testing.assert_array_equal(features.inputs["input_word_ids"][row, length:], 1)
+            sequence_ids = encoding.sequence_ids(w)
+            expected_spans = [list(encoding["offset_mapping"][w][j]) if s == 1 else [-1, -1]
+                              for j, s in enumerate(sequence_ids)]
+            assert features.token_char_spans[row, :length].tolist() == expected_spans
+            expected = _run_qa_positions(encoding, w, example.answers[0])
+            actual = (int(features.start_positions[row]), int(features.end_positions[row]))
+            assert actual == expected, (example.qas_id, w)
+            windows += 1
+            answered += actual != (0, 0)
+    assert windows > 2 * len(squad_examples) and answered >= len(squad_examples)
+
+
+# --- runs and exports ------------------------------------------------------------------------------------------
+
+
+def _run(task, model_dir, checkpoint, seq_length, do_predict=True):
+    from official_bert.runner import RunConfig, run
+
+    config = RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=seq_length,
+                       train_batch_size=8, eval_batch_size=32, num_train_steps=2, checkpoint_steps=100,
+                       do_predict=do_predict)
+    return run(task, config)
+
+
+@pytest.fixture(scope="module")
+def ner_run(shared_data, checkpoint, tmp_path_factory):
+    from official_bert.tasks.tagging import TaggingTask
+
+    root = tmp_path_factory.mktemp("ner")
+    data = root / "data"
+    data.mkdir()
+    for name, count in (("train.txt", 80), ("test.txt", 30)):
+        (data / name).write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
+    texts = root / "texts.txt"
+    texts.write_text("Peter Blackburn flew to Brussels.\nThe EU rejects German calls , said Werner Zwingmann.\n")
+    results = _run(TaggingTask(str(data), predict_text_file=str(texts)), root / "model", checkpoint, TAG_SEQ)
+    return root, results
+
+
+def test_tagging_runs_from_roberta_and_its_export_tags_as_the_model(ner_run, tmp_path):
+    from export.saved_model import build_module
+    from official_bert import model_dir as model_dirs
+    from official_bert.pipelines.entity_tagger import EntityTagger
+
+    root, results = ner_run
+    assert results["num_sentences"] == 30 and 0.0 <= results["f1"] <= 1.0
+    predicted = (root / "model" / "predictions" / "test.txt").read_text().strip().split("\n\n")
+    assert len(predicted) == 30
+    lines = (root / "model" / "predictions" / "texts.jsonl").read_text().splitlines()
+    assert [json.loads(line)["text"] for line in lines][0] == "Peter Blackburn flew to Brussels."
+
+    texts = ["Peter Blackburn flew to Brussels.", "  The EU rejects German calls, said Werner Zwingmann.",
+             "Zürich's café", "EU  Werner\tZwingmann \n said. ", ""]
+    module = build_module(str(root / "model"), str(tmp_path))
+    out = module.serving_default(tf.constant(texts))
+    tagger = EntityTagger.from_model_dir(str(root / "model"))
+    assert tagger.layout == "roberta"
+    split = tagger.split_words(texts)
+    # the export's words are the tagger's: the same spans, and the tags from the same logits
+    loaded = model_dirs.load_model_dir(str(root / "model"))
+    windows = build_windows([pieces for pieces, _ in split], TAG_SEQ, tagger.tokenizer.get_special_tokens_dict())
+    assert list(windows.sentence) == [0, 1, 2, 3]  # every text fits one window; the empty one has none
+    np.testing.assert_allclose(out["logits"].numpy()[:4], loaded.model(windows.inputs).numpy(), atol=1e-5, rtol=0)
+    tags = tagger._predict([pieces for pieces, _ in split])
+    for t, (text, (_, spans)) in enumerate(zip(texts, split)):
+        n = int(out["num_words"][t])
+        assert n == len(spans) and [s.decode() for s in out["word_labels"][t, :n].numpy()] == tags[t]
+        assert list(zip(out["word_start"][t, :n].numpy(), out["word_end"][t, :n].numpy())) == spans
+    assert split[0][1] == [(0, 5), (6, 15), (16, 20), (21, 23), (24, 33)]  # "Brussels." is one word, as in HF
+    # whitespace pieces start no word and widen no span; a lone "Ġ" before "Zw" (no "ĠZw" in this vocab) is the
+    # first piece of "Zwingmann", as in training
+    assert [texts[3][a:b] for a, b in split[3][1]] == ["EU", "Werner", "Zwingmann", "said."]
+    assert split[1][0][0] == word_pieces(tagger.tokenizer, [["The"]], layout="roberta")[0][0]
+    zwingmann = word_pieces(tagger.tokenizer, [["Zwingmann"]], layout="roberta")[0][0]
+    assert split[1][0][7][:len(zwingmann)] == zwingmann and tagger.tokenizer.get_vocab()[zwingmann[0]] == "\u0120"
+    for t, entities in enumerate(tagger(texts)):
+        n = int(out["num_entities"][t])
+        exported = [{"type": out["entity_type"][t, k].numpy().decode(), "start": int(out["entity_start"][t, k]),
+                     "end": int(out["entity_end"][t, k]), "text": out["entity_text"][t, k].numpy().decode()}
+                    for k in range(n)]
+        assert exported == entities
+
+
+@pytest.fixture(scope="module")
+def squad_run(checkpoint, squad_examples, tmp_path_factory):
+    from official_bert.tasks.squad import SquadTask
+
+    root = tmp_path_factory.mktemp("squad")
+    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
+                  for e in squad_examples]
+    data = root / "squad.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
+    results = _run(task, root / "model", checkpoint, SEQ)
+    return root, results
+
+
+def test_squad_runs_from_roberta_and_its_export_answers_as_the_model(squad_run, squad_examples, bpe, shared_data,
+                                                                       tmp_path):
+    from export.saved_model import build_module, export
+    from official_bert import model_dir as model_dirs
+
+    root, results = squad_run
+    assert results["num_examples"] == 20 and results["num_windows"] > 40 and 0.0 <= results["f1"] <= 100.0
+    predictions = json.loads((root / "model" / "predictions.json").read_text())
+    assert sorted(predictions) == sorted(e.qas_id for e in squad_examples)
+
+    examples = squad_examples[:4]
+    module = build_module(str(root / "model"), str(tmp_path))
+    questions, contexts = [e.question for e in examples], [e.context for e in examples]
+    out = module.serving_default(tf.constant(questions), tf.constant(contexts))
+    # the export reads each question's first window: the features' first window, the same logits
+    features, _ = build_features(examples, bpe, SEQ, STRIDE, QUERY, layout="roberta")
+    first = [int(np.argmax(features.example_index == i)) for i in range(len(examples))]
+    inputs = {k: v[first] for k, v in features.inputs.items()}
+    loaded = model_dirs.load_model_dir(str(root / "model"))
+    expected = loaded.model(inputs)
+    np.testing.assert_allclose(out["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(out["end_logits"].numpy(), expected["end_logits"].numpy(), atol=1e-5, rtol=0)
+    assert out["truncated"].numpy().all()  # every context is longer than one window
+    tokens = module.serve_tokens(**{k: tf.constant(v) for k, v in inputs.items()})
+    for i, example in enumerate(examples):
+        start, end = int(out["answer_token_start"][i]), int(out["answer_token_end"][i])
+        assert (int(tokens["answer_token_start"][i]), int(tokens["answer_token_end"][i])) == (start, end)
+        spans = features.token_char_spans[first[i]]
+        span_start, span_end = spans[start, 0], spans[end, 1]
+        assert span_start >= 0 and span_end >= 0 and start <= end
+        assert out["answer_text"][i].numpy().decode() == example.context[span_start:span_end]
+        assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (span_start, span_end)
+
+    version = export(str(root / "model"), str(tmp_path / "export"))
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_roberta_squad_layout_leaves_room_for_four_special_tokens(bpe):
+    example = SquadExample("q", "Who sat?", "The cat sat on the mat.", [{"text": "The cat", "answer_start": 0}])
+    with pytest.raises(ValueError, match="5 special tokens|4 special tokens"):
+        build_features([example], bpe, max_seq_length=10, doc_stride=2, max_query_length=6, layout="roberta")
+    features, _ = build_features([example], bpe, max_seq_length=12, doc_stride=2, max_query_length=6,
+                                 is_training=True, layout="roberta")
+    ids = features.inputs["input_word_ids"][0].tolist()
+    assert ids[0] == 0 and ids.count(2) == 3 and ids[ids.index(2) + 1] == 2
