@@ -4,11 +4,13 @@ The pipeline, per epoch (training repeats it forever, with the epoch number in e
 
 1. Python reads the files (one sentence per line, blank line between documents; their order shuffled per
    epoch when training) and groups documents into chunks (`sentence_corpus.document_chunks`).
-2. In-graph: the chunk's sentences go through `BertTokenizer` in one batch (a parallel `map`).
-3. Python (`tf.numpy_function`): the chunk's documents are cut into `[CLS] A [SEP] B [SEP]` pairs with NSP
-   labels by the same code as the TFRecord path (`create_sentence_pairs`: short targets, 50% random next
-   from another document of the chunk, random-side truncation), with a generator seeded by
-   (seed, input pipeline, epoch, chunk); so pairs change from epoch to epoch too.
+2. In-graph: the chunk's sentences go through the model's tokenizer in one batch (a parallel `map`): WordPiece,
+   ALBERT's SentencePiece or RoBERTa's byte-level BPE (each line on its own, as fairseq encodes RoBERTa's data).
+3. Python (`tf.numpy_function`): the chunk's documents are cut into `[CLS] A [SEP] B [SEP]` pairs (RoBERTa:
+   `<s> A </s></s> B </s>`, one token type) with NSP labels by the same code as the TFRecord path
+   (`create_sentence_pairs`: short targets, 50% random next from another document of the chunk, random-side
+   truncation), with a generator seeded by (seed, input pipeline, epoch, chunk); so pairs change from epoch to
+   epoch too.
 4. In-graph, per batch (`mask_tokens`): the masked-LM positions and corruptions are drawn with stateless
    random ops seeded by (seed, input pipeline, batch number): the recipe's count per sequence, never
    [CLS]/[SEP]/padding, 80% [MASK] / 10% random id / 10% unchanged, optionally whole words.
@@ -108,7 +110,8 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
     Args:
         file_patterns: comma-separated globs or a list; text files with one sentence per line and a blank
             line between documents.
-        tokenizer: an `official_bert.text.BertTokenizer`, or ALBERT's `SentencepieceTokenizer`.
+        tokenizer: an `official_bert.text.BertTokenizer`, ALBERT's `SentencepieceTokenizer` or RoBERTa's
+            `BytePairTokenizer` (`pretraining_instances.MaskingVocab.from_tokenizer` reads its special tokens).
         batch_size: the batch size of this dataset (per replica under `distribute_datasets_from_function`).
         max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, do_whole_word_mask: the recipe.
         is_training: shuffle files and instances, new pairs and masks every epoch, repeat forever, drop the

@@ -51,7 +51,9 @@ class MaskingVocab:
         vocab_size: number of ids; random replacements are drawn uniformly from [0, vocab_size).
         cls_id, sep_id, mask_id, pad_id: ids of [CLS], [SEP], [MASK], [PAD] (ALBERT's SentencePiece: <pad>).
         suffix_ids: frozenset of the ids of continuation pieces (for whole-word masking): WordPiece's `##`
-            pieces, or the SentencePiece pieces `is_sentencepiece_continuation` finds.
+            pieces, or the SentencePiece pieces `is_sentencepiece_continuation` finds (none for RoBERTa's BPE).
+        layout: how pairs are packed: "bert" (`[CLS] A [SEP] B [SEP]`, type ids 0 then 1) or "roberta"
+            (`<s> A </s></s> B </s>`, type ids 0).
     """
 
     vocab_size: int
@@ -60,6 +62,7 @@ class MaskingVocab:
     mask_id: int
     pad_id: int
     suffix_ids: frozenset
+    layout: str = "bert"
 
     @classmethod
     def from_tokens(cls, tokens, sentencepiece=False):
@@ -82,9 +85,17 @@ class MaskingVocab:
 
     @classmethod
     def from_tokenizer(cls, tokenizer):
-        """Builds it from an `official_bert.text.BertTokenizer` or ALBERT's `SentencepieceTokenizer`."""
+        """Builds it from an `official_bert.text.BertTokenizer`, ALBERT's `SentencepieceTokenizer` or RoBERTa's
+        `BytePairTokenizer` (its `<s>`, `</s>`, `<mask>`, `<pad>`; no whole words; the "roberta" layout)."""
+        from official_bert.text.bpe_tokenizer import BytePairTokenizer
         from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
 
+        if isinstance(tokenizer, BytePairTokenizer):
+            special = tokenizer.get_special_tokens_dict()
+            if "mask_id" not in special:
+                raise ValueError("vocabulary lacks <mask>, needed for pre-training data")
+            return cls(special["vocab_size"], special["start_of_sequence_id"], special["end_of_segment_id"],
+                       special["mask_id"], special["padding_id"], frozenset(), layout="roberta")
         return cls.from_tokens(tokenizer.get_vocab(), isinstance(tokenizer, SentencepieceTokenizer))
 
     def is_suffix_table(self):
@@ -189,13 +200,14 @@ def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
 
 def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_prob, vocab, rng,
                           sentence_order=False):
-    """Cuts one document into `[CLS] A [SEP] B [SEP]` pairs with next-sentence (or sentence-order) labels.
+    """Cuts one document into `[CLS] A [SEP] B [SEP]` pairs (RoBERTa's vocab: `<s> A </s></s> B </s>`, one token
+    type) with next-sentence (or sentence-order) labels.
 
     Args:
         documents: the chunk's tokenized documents (lists of sentences of ids); random next sentences
             come from the others.
         document_index: the document to cut.
-        max_seq_length: pair length with its 3 special tokens.
+        max_seq_length: pair length with its 3 special tokens (RoBERTa's layout: 4).
         short_seq_prob: probability of a random shorter target length in [2, max_seq_length - 3].
         vocab: a `MaskingVocab`.
         rng: a `random.Random`.
@@ -205,7 +217,8 @@ def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_p
         list of `SentencePair`.
     """
     document = documents[document_index]
-    max_num_tokens = max_seq_length - 3
+    separators = 2 if vocab.layout == "roberta" else 1  # between A and B
+    max_num_tokens = max_seq_length - 2 - separators
     target_seq_length = max_num_tokens
     if rng.random() < short_seq_prob:
         target_seq_length = rng.randint(2, max_num_tokens)
@@ -234,8 +247,9 @@ def create_sentence_pairs(documents, document_index, max_seq_length, short_seq_p
                     tokens_a, tokens_b = tokens_b, tokens_a
                     is_random_next = True  # the label: out of order
             truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] + tokens_b + [vocab.sep_id]
-            segment_ids = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+            tokens = [vocab.cls_id] + tokens_a + [vocab.sep_id] * separators + tokens_b + [vocab.sep_id]
+            b_type = 0 if vocab.layout == "roberta" else 1
+            segment_ids = [0] * (len(tokens_a) + 1 + separators) + [b_type] * (len(tokens_b) + 1)
             pairs.append(SentencePair(tokens, segment_ids, is_random_next, target_seq_length, forced))
             chunk, chunk_length = [], 0
         i += 1

@@ -5,7 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE, Task
+from official_bert.tasks.base import TOKENIZER_KINDS, Task
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +106,7 @@ class PretrainingTask(Task):
     kind = model_dirs.PRETRAINING
     init_heads = model_dirs.PRETRAINER_DIR
     needs_init_checkpoint = False
+    tokenizer_kinds = TOKENIZER_KINDS  # TFRecords hold ids; raw text is packed and masked as each family does
 
     def __init__(self, input_files=None, text_files=None, eval_files=None, bert_config_file=None, preset=None,
                  max_predictions_per_seq=20, masked_lm_prob=0.15, do_whole_word_mask=False, num_warmup_steps=10000,
@@ -146,17 +147,13 @@ class PretrainingTask(Task):
         return BertConfig.from_preset(self.preset) if self.preset else None
 
     @property
-    def tokenizer_kinds(self):
-        """TFRecords hold ids (any tokenizer's, RoBERTa's and ALBERT's included); raw text is packed
-        `[CLS] A [SEP] B [SEP]` and masked by whole words of WordPiece or ALBERT's SentencePiece, so `--text_files`
-        refuses RoBERTa (its byte-level BPE packs `<s> A </s></s> B </s>`)."""
-        return (WORDPIECE, SENTENCEPIECE) if self.text_files else TOKENIZER_KINDS
-
-    @property
     def needs_vocab(self):
         return bool(self.text_files)
 
     def read_data(self, config):
+        if self.text_files and self.do_whole_word_mask and self.bert_config.is_roberta:
+            raise ValueError("--do_whole_word_mask: RoBERTa's byte-level BPE marks no word continuations (RoBERTa "
+                             "masks single pieces); leave it false")
         flag = "text_files" if self.text_files else "input_files"
         self.train_paths = expand_globs(getattr(self, flag), flag) if config.do_train else None
         self.eval_paths = expand_globs(self.eval_files, "eval_files") if config.do_eval else None

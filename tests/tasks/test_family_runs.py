@@ -109,21 +109,40 @@ def test_raw_text_export_answers_as_the_model_and_tflite_refuses_the_bpe(trained
             tflite.convert(str(version))
 
 
-def test_a_task_without_bpe_support_refuses_roberta_before_writing(trained, shared_data, tmp_path):
-    """Pre-training on raw text packs and masks WordPiece / SentencePiece words only (tagging and SQuAD take RoBERTa:
-    tests/tasks/test_roberta_span_tasks.py)."""
+def test_roberta_pretrains_from_text_files_with_dynamic_masking(trained, tmp_path):
+    """`run_pretraining --text_files` with RoBERTa: pairs packed `<s> A </s></s> B </s>` with one token type, masks
+    never on special tokens, a 2-step `mlm` run; whole-word masking is refused (the BPE marks no words)."""
+    from official_bert.data.dynamic_masking import dynamic_masking_dataset
     from official_bert.tasks.pretraining import PretrainingTask
+    from official_bert.text.preprocessing import BpeVocab, tokenizer_of
 
     family, checkpoint, _, _ = trained
     if family != "roberta":
-        pytest.skip("WordPiece families run every task")
+        pytest.skip("the WordPiece layout is covered by tests/tasks/test_run_pretraining.py")
     text = tmp_path / "text.txt"
-    text.write_text("The cat sat on the mat.\nIt purred.\n\nA dog ran.\n")
-    config = RunConfig(model_dir=str(tmp_path / "mlm"), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
-                       do_eval=False)
-    with pytest.raises(ValueError, match="a roberta model.s bpe tokenizer is not supported"):
-        run(PretrainingTask(text_files=str(text), objective="mlm"), config)
-    assert not (tmp_path / "mlm").exists()
+    text.write_text("The cat sat on the mat.\nIt purred.\nThen it slept.\n\nA dog ran.\nIt barked twice.\n"
+                    "Nobody came.\n\nRain fell all day.\nThe river rose.\n")
+    tokenizer = tokenizer_of(BpeVocab.find(checkpoint), False)
+    special = tokenizer.get_special_tokens_dict()
+    cls_id, sep_id = special["start_of_sequence_id"], special["end_of_segment_id"]
+    batch = next(iter(dynamic_masking_dataset([str(text)], tokenizer, 4, SEQ, 3)))
+    assert not batch["input_type_ids"].numpy().any()
+    for row, ids in enumerate(batch["input_word_ids"].numpy()):
+        real = ids[:batch["input_mask"].numpy()[row].sum()].tolist()
+        separators = [i for i, t in enumerate(real) if t == sep_id]
+        assert real[0] == cls_id and len(separators) == 3 and separators[1] == separators[0] + 1
+        assert separators[2] == len(real) - 1
+        positions = batch["masked_lm_positions"].numpy()[row][batch["masked_lm_weights"].numpy()[row] > 0]
+        assert len(positions) and not set(positions.tolist()) & {0, *separators}
+    run(PretrainingTask(text_files=str(text), objective="mlm", max_predictions_per_seq=3, num_warmup_steps=1),
+        RunConfig(model_dir=str(tmp_path / "mlm"), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                  train_batch_size=4, num_train_steps=2, checkpoint_steps=100, do_eval=False))
+    assert (tmp_path / "mlm" / "pretrainer" / "model.safetensors").is_file()
+    with pytest.raises(ValueError, match="do_whole_word_mask: RoBERTa's byte-level BPE marks no word"):
+        run(PretrainingTask(text_files=str(text), objective="mlm", do_whole_word_mask=True),
+            RunConfig(model_dir=str(tmp_path / "wwm"), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                      do_eval=False))
+    assert not (tmp_path / "wwm").exists()
 
 
 def test_extract_features_of_a_roberta_checkpoint_equal_transformers(trained, tmp_path):
