@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pytest
 
+from hf_references import run_qa_positions
 from official_bert.data.squad import (SquadExample, build_features, doc_spans, examples_from_json,
                                       examples_from_tfds, examples_from_tfds_records, read_squad_json, squad_articles,
                                       squad_dataset)
@@ -196,22 +197,6 @@ def _hf_aligned(hf_tokenizer, example, question_length):
                         stride=per_window - STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True)
 
 
-def _hf_answer_positions(encoding, w, answer):
-    """Hugging Face `run_qa.py`'s training targets (prepare_train_features), transcribed."""
-    sequence_ids = encoding.sequence_ids(w)
-    offsets = encoding["offset_mapping"][w]
-    start_char, end_char = answer["answer_start"], answer["answer_start"] + len(answer["text"])
-    token_start = sequence_ids.index(1)
-    token_end = len(sequence_ids) - 1 - sequence_ids[::-1].index(1)
-    if not (offsets[token_start][0] <= start_char and offsets[token_end][1] >= end_char):
-        return 0, 0
-    while token_start < len(offsets) and offsets[token_start][0] <= start_char:
-        token_start += 1
-    while offsets[token_end][1] >= end_char:
-        token_end -= 1
-    return token_start - 1, token_end + 1
-
-
 def _original_is_max_context(spans, span_index, position):
     """Google run_squad.py's `_check_is_max_context`, transcribed."""
     best_score, best_span_index = None, None
@@ -258,7 +243,7 @@ def test_windows_targets_and_max_context_equal_the_references_where_the_recipes_
             start = 0 if w == 0 else spans[-1][0] + STRIDE
             spans.append((start, len(context)))
             answer = example.answers[0]
-            expected = _hf_answer_positions(encoding, w, answer)
+            expected = run_qa_positions(encoding, w, answer)
             actual = (int(features.start_positions[row]), int(features.end_positions[row]))
             if answer["text"] != answer["text"].strip() and actual != (0, 0):
                 # ours: the pieces overlapping the answer; HF's start can be the piece before its leading space

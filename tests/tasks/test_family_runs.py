@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from export.saved_model import build_module
 from fill_mask_checks import assert_fill_mask_as_transformers
+from hf_references import roberta_checkpoint
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.text import load_preprocessor
@@ -18,26 +19,10 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 SEQ = 32
-TINY = dict(num_hidden_layers=2, num_attention_heads=4, intermediate_size=37)
 
 
 def _roberta_checkpoint(shared_data, directory):
-    """A tiny random `RobertaModel` with a byte-level BPE (500 merges) trained on MRPC text."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:2000]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.train_from_iterator([field for line in lines for field in line.split("\t")[3:5]], trainers.BpeTrainer(
-        vocab_size=256 + 5 + 500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    directory.mkdir()
-    bpe.model.save(str(directory))
-    config = transformers.RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, **TINY,
-                                        max_position_embeddings=SEQ + 2, type_vocab_size=1, pad_token_id=1)
-    torch.manual_seed(0)
-    transformers.RobertaModel(config).save_pretrained(directory)
-    return directory
+    return roberta_checkpoint(shared_data, directory, SEQ)
 
 
 def _distilbert_checkpoint(shared_data, directory):

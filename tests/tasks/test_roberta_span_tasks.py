@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from hf_references import roberta_checkpoint, run_qa_positions
 from official_bert.data.conll import read_conll
 from official_bert.data.squad import SquadExample, build_features, read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
@@ -26,30 +27,9 @@ TAG_SEQ = 32  # short enough that some CoNLL sentences take two windows
 STRIDE, QUERY = 16, 24  # SQuAD: doc_stride (a step, in pieces) and max_query_length
 
 
-def _roberta_checkpoint(shared_data, directory, max_positions):
-    """A tiny random `RobertaModel` with a byte-level BPE (500 merges) trained on MRPC text (as
-    tests/tasks/test_family_runs.py builds it, with room for `max_positions` tokens)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:2000]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.train_from_iterator([field for line in lines for field in line.split("\t")[3:5]], trainers.BpeTrainer(
-        vocab_size=256 + 5 + 500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    directory.mkdir()
-    bpe.model.save(str(directory))
-    config = transformers.RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
-                                        num_attention_heads=4, intermediate_size=37,
-                                        max_position_embeddings=max_positions + 2, type_vocab_size=1, pad_token_id=1)
-    torch.manual_seed(0)
-    transformers.RobertaModel(config).save_pretrained(directory)
-    return directory
-
-
 @pytest.fixture(scope="module")
 def checkpoint(shared_data, tmp_path_factory):
-    return _roberta_checkpoint(shared_data, tmp_path_factory.mktemp("roberta") / "checkpoint", SEQ)
+    return roberta_checkpoint(shared_data, tmp_path_factory.mktemp("roberta") / "checkpoint", SEQ)
 
 
 @pytest.fixture(scope="module")
@@ -116,22 +96,6 @@ def test_tagging_windows_equal_roberta_tokenizer_fast_with_prefix_space(shared_d
 # --- SQuAD features --------------------------------------------------------------------------------------------
 
 
-def _run_qa_positions(encoding, w, answer):
-    """transformers' `run_qa.py` training targets (prepare_train_features), transcribed."""
-    sequence_ids = encoding.sequence_ids(w)
-    offsets = encoding["offset_mapping"][w]
-    start_char, end_char = answer["answer_start"], answer["answer_start"] + len(answer["text"])
-    token_start = sequence_ids.index(1)
-    token_end = len(sequence_ids) - 1 - sequence_ids[::-1].index(1)
-    if not (offsets[token_start][0] <= start_char and offsets[token_end][1] >= end_char):
-        return 0, 0
-    while token_start < len(offsets) and offsets[token_start][0] <= start_char:
-        token_start += 1
-    while offsets[token_end][1] >= end_char:
-        token_end -= 1
-    return token_start - 1, token_end + 1
-
-
 @pytest.fixture(scope="module")
 def squad_examples(shared_data, checkpoint):
     """20 dev questions (with a leading space added to some, which run_qa strips) of at most QUERY pieces."""
@@ -174,7 +138,7 @@ def test_squad_windows_and_targets_equal_run_qa(checkpoint, bpe, squad_examples)
             expected_spans = [list(encoding["offset_mapping"][w][j]) if s == 1 else [-1, -1]
                               for j, s in enumerate(sequence_ids)]
             assert features.token_char_spans[row, :length].tolist() == expected_spans
-            expected = _run_qa_positions(encoding, w, example.answers[0])
+            expected = run_qa_positions(encoding, w, example.answers[0])
             actual = (int(features.start_positions[row]), int(features.end_positions[row]))
             assert actual == expected, (example.qas_id, w)
             windows += 1

@@ -1,0 +1,44 @@
+"""Reference pieces built with transformers / tokenizers for the family tests: a tiny random RoBERTa checkpoint
+with a byte-level BPE trained here, and `run_qa.py`'s SQuAD training targets."""
+
+import pytest
+
+
+def roberta_checkpoint(shared_data, directory, max_positions):
+    """A tiny random `RobertaModel` (hidden 32, 2 layers) with a byte-level BPE (500 merges) trained on MRPC text,
+    saved in `directory` (created) with room for `max_positions` tokens; returns `directory`."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:2000]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator([field for line in lines for field in line.split("\t")[3:5]], trainers.BpeTrainer(
+        vocab_size=256 + 5 + 500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    directory.mkdir()
+    bpe.model.save(str(directory))
+    config = transformers.RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+                                        num_attention_heads=4, intermediate_size=37,
+                                        max_position_embeddings=max_positions + 2, type_vocab_size=1, pad_token_id=1)
+    torch.manual_seed(0)
+    transformers.RobertaModel(config).save_pretrained(directory)
+    return directory
+
+
+def run_qa_positions(encoding, w, answer):
+    """transformers' `run_qa.py` training targets (prepare_train_features) of window `w`, transcribed:
+    `(start, end)` piece positions, (0, 0) when the answer is not inside the window."""
+    sequence_ids = encoding.sequence_ids(w)
+    offsets = encoding["offset_mapping"][w]
+    start_char, end_char = answer["answer_start"], answer["answer_start"] + len(answer["text"])
+    token_start = sequence_ids.index(1)
+    token_end = len(sequence_ids) - 1 - sequence_ids[::-1].index(1)
+    if not (offsets[token_start][0] <= start_char and offsets[token_end][1] >= end_char):
+        return 0, 0
+    while token_start < len(offsets) and offsets[token_start][0] <= start_char:
+        token_start += 1
+    while offsets[token_end][1] >= end_char:
+        token_end -= 1
+    return token_start - 1, token_end + 1
