@@ -355,7 +355,8 @@ def run(task, config):
     kind = bert_config.tokenizer_kind
     if tokens is not None and kind not in task.tokenizer_kinds:
         raise ValueError(f"{task.kind}: a {bert_config.model_type} model's {kind} tokenizer is not supported by this "
-                         f"task yet (it reads {', '.join(task.tokenizer_kinds)}); use a checkpoint of a family it reads")
+                         f"task yet (it reads {', '.join(task.tokenizer_kinds)}); use a checkpoint of a family it "
+                         "reads")
     task.bert_config = bert_config
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
                 config.model_dir if is_finished_run(config) else config.init_checkpoint or "from scratch",

@@ -182,7 +182,8 @@ def open_checkpoint(path: str) -> CheckpointReader:
         if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
             raise ValueError(
                 f"{path}: only pytorch_model.bin found; official_bert reads safetensors without torch. Convert it "
-                "once with transformers: BertModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)")
+                "once with transformers: "
+                "BertModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)")
         raise FileNotFoundError(
             f"{path}: no BERT checkpoint found (expected model.safetensors + config.json, or bert_model.ckpt.index + "
             "bert_config.json)")
