@@ -77,9 +77,10 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
         from official_bert.text.preprocessing import tokenizer_from_files
 
         if loaded.config.is_roberta or loaded.config.is_albert:  # <mask> / [MASK]: an added token of the tokenizer
-            marker, layout = (BPE_MASK_MARKER, "roberta") if loaded.config.is_roberta else (MASK_MARKER, "bert")
+            marker = BPE_MASK_MARKER if loaded.config.is_roberta else MASK_MARKER
             preprocessor = MaskedPartsPreprocessor(tokenizer_from_files(loaded.vocab_file, loaded.lower_case),
-                                                   seq_length, marker, layout, source=loaded.vocab_file)
+                                                   seq_length, marker, loaded.config.packing_layout,
+                                                   source=loaded.vocab_file)
         else:
             preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
         return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)

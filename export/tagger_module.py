@@ -133,8 +133,8 @@ class TaggerModule(ServingModule):
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
         self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
-        self._prefix = word_prefix(getattr(preprocessor, "layout", "bert"))  # "" (WordPiece) or " " (RoBERTa)
         layout = getattr(preprocessor, "layout", "bert")
+        self._prefix = word_prefix(layout)  # "" (WordPiece) or " " (RoBERTa)
         self._is_suffix = ~starts_word(preprocessor.tokenizer.get_vocab(), layout)
         self._lone_space = bare_space(preprocessor.tokenizer.get_vocab(), layout)
         self._space = whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout)

@@ -121,6 +121,12 @@ class BertConfig:
         return self.model_type == "albert"
 
     @property
+    def packing_layout(self) -> str:
+        """How the family packs its inputs (`BertPackInputs`' layout): "roberta" (`<s> A </s></s> B </s>`, one token
+        type) or "bert" (`[CLS] A [SEP] B [SEP]`; DistilBERT and ALBERT too)."""
+        return "roberta" if self.is_roberta else "bert"
+
+    @property
     def tokenizer_kind(self) -> str:
         """The tokenizer the family reads, of `TOKENIZER_KINDS`."""
         return BPE if self.is_roberta else SENTENCEPIECE if self.is_albert else WORDPIECE

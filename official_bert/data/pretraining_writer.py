@@ -139,7 +139,9 @@ def write_pretraining_records(input_files, output_paths, config, num_workers=2, 
             if totals["chunks"] == 0 and result.first_tokens:
                 from official_bert.text.preprocessing import tokenizer_from_files
 
-                tokens = tokenizer_from_files(config.vocab_file, config.do_lower_case).get_vocab()
+                tokenizer = processor.tokenizer if processor else tokenizer_from_files(config.vocab_file,
+                                                                                       config.do_lower_case)
+                tokens = tokenizer.get_vocab()
                 logger.info("First instance: %s", " ".join(tokens[t] for t in result.first_tokens))
             writer.write(result.records)
             stats.merge(result.stats)

@@ -72,7 +72,7 @@ class BertEncoder(keras.Model):
         if projection is not None:
             hidden_states = projection(hidden_states)  # (batch, seq, hidden)
         encoder_outputs = []
-        per_layer = config.inner_group_num if config.is_albert else 1
+        per_layer = config.inner_group_num  # 1 outside ALBERT (its config checks that)
         for i in range(config.num_hidden_layers):
             group = config.layer_group(i)
             for block in blocks[group * per_layer:(group + 1) * per_layer]:  # one block, or ALBERT's shared group

@@ -64,8 +64,8 @@ class Embedder:
         self.seq_length = int(seq_length)
         self.batch_size = int(batch_size)
         self.normalize = bool(normalize)
-        layout = "roberta" if encoder.config.is_roberta else "bert"  # <s> A </s> for RoBERTa
-        self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(), layout=layout)
+        self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(),
+                                      layout=encoder.config.packing_layout)  # <s> A </s> for RoBERTa
         self._embed = tf.function(self._embed_tokens, reduce_retracing=True)
 
     @classmethod

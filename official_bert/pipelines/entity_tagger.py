@@ -69,7 +69,7 @@ class EntityTagger:
 
         tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
         return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size,
-                   layout="roberta" if loaded.config.is_roberta else "bert")
+                   layout=loaded.config.packing_layout)
 
     def _predict(self, pieces) -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())

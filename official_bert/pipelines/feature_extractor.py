@@ -130,7 +130,7 @@ class FeatureExtractor:
         self.batch_size = int(batch_size)
         self.pooling = pooling
         self.combine = combine
-        layout = "roberta" if config.is_roberta else "bert"
+        layout = config.packing_layout
         if pooling == "first_subtoken" and (config.is_roberta or config.is_albert):
             tokenizer = "byte-level BPE" if config.is_roberta else "SentencePiece model"
             raise ValueError(f"pooling='first_subtoken' needs WordPiece's '##' pieces; a {config.model_type} "

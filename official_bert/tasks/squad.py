@@ -97,7 +97,7 @@ class SquadTask(Task):
 
         features, stats = build_features(examples, context.tokenizer, context.config.max_seq_length, self.doc_stride,
                                          self.max_query_length, is_training=is_training,
-                                         layout="roberta" if context.bert_config.is_roberta else "bert")
+                                         layout=context.bert_config.packing_layout)
         logger.info("%s: %s", source, ", ".join(f"{k}={v}" for k, v in stats.items() if k != "mismatched_qas_ids"))
         return features, stats
 

@@ -10,11 +10,6 @@ from official_bert.tasks.base import BPE, WORDPIECE, Task, check_training_exampl
 logger = logging.getLogger(__name__)
 
 
-def layout_of(bert_config):
-    """The packing of a model's family: "roberta" (byte-level BPE, `<s> ... </s>`) or "bert"."""
-    return "roberta" if bert_config.is_roberta else "bert"
-
-
 class TaggingTask(Task):
     """Token classification with IOB2 tags, scored by entity (conlleval's counting).
 
@@ -83,7 +78,7 @@ class TaggingTask(Task):
         config, tokenizer = context.config, context.tokenizer
         check_training_examples(self.train_sources()[0], len(self.train), len(self.train), what="sentences")
         label_ids = {tag: i for i, tag in enumerate(self.labels)}
-        windows = build_windows(word_pieces(tokenizer, self.train.words, layout=layout_of(context.bert_config)),
+        windows = build_windows(word_pieces(tokenizer, self.train.words, layout=context.bert_config.packing_layout),
                                 config.max_seq_length,
                                 tokenizer.get_special_tokens_dict(),
                                 labels=[[label_ids[t] for t in tags] for tags in self.train.tags])
@@ -98,7 +93,7 @@ class TaggingTask(Task):
         from official_bert.pipelines.entity_tagger import EntityTagger
 
         return EntityTagger(model, context.tokenizer, self.labels, context.config.max_seq_length,
-                            context.config.eval_batch_size, layout=layout_of(context.bert_config))
+                            context.config.eval_batch_size, layout=context.bert_config.packing_layout)
 
     def _predicted_tags(self, tagger):
         if self._predicted is None:
