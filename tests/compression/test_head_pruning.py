@@ -9,6 +9,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+from classifier_model_dirs import write_classifier_model_dir
 
 from official_bert import BertConfig
 from official_bert import model_dir as model_dirs
@@ -171,20 +172,12 @@ def test_bad_head_pruning_is_refused(model):
 @pytest.fixture(scope="module")
 def teacher_dir(shared_data, tmp_path_factory):
     """A random 3-layer MRPC classifier written as `tasks.run_classifier` leaves it."""
-    from official_bert.runner import save_trained
-
     keras.utils.set_random_seed(5)
     path = tmp_path_factory.mktemp("teacher")
     config = BertConfig(hidden_size=HIDDEN, num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=64,
                         max_position_embeddings=64, initializer_range=0.5)
-    model = _build(config)
     vocab = shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"
-    model_dirs.write_task_info(str(path), model_dirs.CLASSIFICATION, {**INFO, "max_seq_length": 32,
-                                                                       "do_lower_case": True})
-    model_dirs.write_json(str(path / model_dirs.CONFIG_FILE), config.to_dict())
-    (path / model_dirs.VOCAB_FILE).write_text(vocab.read_text(encoding="utf-8"), encoding="utf-8")
-    save_trained(model, str(path), str(vocab), True)
-    return path
+    return write_classifier_model_dir(path, _build(config), INFO, vocab)
 
 
 def test_prune_heads_run_writes_a_smaller_model_dir_that_loads_and_exports(shared_data, teacher_dir, tmp_path):

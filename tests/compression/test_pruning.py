@@ -4,6 +4,7 @@ target sparsity with its per-kernel report."""
 import keras
 import numpy as np
 import pytest
+from classifier_model_dirs import write_classifier_model_dir
 
 from official_bert import BertConfig
 from official_bert import model_dir as model_dirs
@@ -34,8 +35,6 @@ def model():
 
 def test_a_layer_pruned_model_is_smaller_and_loads_and_exports(model, shared_data, tmp_path):
     from export.saved_model import export
-    from official_bert.runner import save_trained
-
     scores = layer_importance(model, lambda c: model_dirs.build_task_model(model_dirs.CLASSIFICATION, c, INFO),
                               _batches())
     assert len(scores) == 3 and all(np.isfinite(scores))
@@ -46,12 +45,7 @@ def test_a_layer_pruned_model_is_smaller_and_loads_and_exports(model, shared_dat
     assert pruned.count_params() < model.count_params()
 
     vocab = shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"
-    path = tmp_path / "pruned"
-    model_dirs.write_task_info(str(path), model_dirs.CLASSIFICATION, {**INFO, "max_seq_length": 32,
-                                                                       "do_lower_case": True})
-    model_dirs.write_json(str(path / model_dirs.CONFIG_FILE), pruned.encoder.config.to_dict())
-    (path / model_dirs.VOCAB_FILE).write_text(vocab.read_text(encoding="utf-8"), encoding="utf-8")
-    save_trained(pruned, str(path), str(vocab), True)
+    path = write_classifier_model_dir(tmp_path / "pruned", pruned, INFO, vocab)
     loaded = model_dirs.load_model_dir(str(path))
     assert loaded.config.num_hidden_layers == 2
     x, _ = next(_batches(1))

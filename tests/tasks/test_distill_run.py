@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from classifier_model_dirs import write_classifier_model_dir
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -17,7 +18,6 @@ def teacher_dir(shared_data, tmp_path_factory):
 
     from official_bert import BertConfig
     from official_bert import model_dir as model_dirs
-    from official_bert.runner import save_trained
 
     keras.utils.set_random_seed(5)
     path = tmp_path_factory.mktemp("teacher")
@@ -26,12 +26,7 @@ def teacher_dir(shared_data, tmp_path_factory):
     info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     model = model_dirs.build_task_model(model_dirs.CLASSIFICATION, config, info)
     vocab = shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"
-    model_dirs.write_task_info(str(path), model_dirs.CLASSIFICATION, {**info, "max_seq_length": 32,
-                                                                       "do_lower_case": True})
-    model_dirs.write_json(str(path / model_dirs.CONFIG_FILE), config.to_dict())
-    (path / model_dirs.VOCAB_FILE).write_text(vocab.read_text(encoding="utf-8"), encoding="utf-8")
-    save_trained(model, str(path), str(vocab), True)
-    return path
+    return write_classifier_model_dir(path, model, info, vocab)
 
 
 def _distill(shared_data, teacher_dir, model_dir, *extra):
