@@ -5,7 +5,8 @@ It reproduces `official_bert.pipelines.EntityTagger` with dense core ops:
 1. Words are the tokenizer's words: a piece that is not a `##` suffix (or is first in its text) starts one.
    RoBERTa's byte-level BPE (a `Preprocessor` with `layout="roberta"`) tokenizes the text after a space, as in
    training, and a piece that begins with a space ("Ġ") or follows whitespace starts a word; whitespace-only
-   pieces start none (`tagging_dataset.text_words`, which `EntityTagger` follows).
+   pieces start none (`tagging_dataset.text_words`, which `EntityTagger` follows). ALBERT's SentencePiece: a
+   piece that begins with "▁" or is a user-defined symbol starts a word (`tagging_dataset.starts_word`).
 2. The text is packed as `[CLS] pieces [SEP]` (RoBERTa: `<s> pieces </s>`; the training layout) and each
    word takes the argmax tag of its first piece. Pieces past `seq_length - 2` are cut: words whose first
    piece was cut get no tag and are not reported, and `truncated` says so (EntityTagger would go on in a
@@ -135,7 +136,7 @@ class TaggerModule(ServingModule):
         self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
         layout = getattr(preprocessor, "layout", "bert")
         self._prefix = word_prefix(layout)  # "" (WordPiece) or " " (RoBERTa)
-        self._is_suffix = ~starts_word(preprocessor.tokenizer.get_vocab(), layout)
+        self._is_suffix = ~starts_word(preprocessor.tokenizer, layout)
         self._lone_space = bare_space(preprocessor.tokenizer.get_vocab(), layout)
         self._space = whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout)
 

@@ -14,6 +14,9 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
   (TFLite has no `ParseExampleV2`).
 - A RoBERTa export (byte-level BPE in the graph) converts only `serve_tokens`: its tokenizer needs string ops
   and sorted-table lookups that LiteRT has no kernels for (`BPE_TFLITE_MISSING`), and the conversion says so.
+- An ALBERT tagger or SQuAD export converts only `serve_tokens` too: the SentencePiece offsets they need are
+  computed with ops LiteRT lacks (`UnicodeDecodeWithOffsets`, `LowerBound`, ...), which the conversion names. An
+  ALBERT classifier (no offsets) converts from raw text.
 - `--quantize`: `none` (float32), `float16` (weights stored as float16), `dynamic_int8` (weights int8,
   activations quantized on the fly), `full_int8` (weights and activations int8 with scales calibrated on
   `--representative_file`, texts of the task's own data: every op with an int8 TFLite kernel (fully connected,

@@ -1,5 +1,5 @@
-"""Reference pieces built with transformers / tokenizers for the family tests: a tiny random RoBERTa checkpoint
-with a byte-level BPE trained here, and `run_qa.py`'s SQuAD training targets."""
+"""Reference pieces built with transformers / tokenizers for the family tests: tiny random RoBERTa and ALBERT
+checkpoints with a byte-level BPE or a SentencePiece model trained here, and `run_qa.py`'s SQuAD training targets."""
 
 import pytest
 
@@ -24,6 +24,27 @@ def roberta_checkpoint(shared_data, directory, max_positions):
                                         max_position_embeddings=max_positions + 2, type_vocab_size=1, pad_token_id=1)
     torch.manual_seed(0)
     transformers.RobertaModel(config).save_pretrained(directory)
+    return directory
+
+
+def albert_checkpoint(sentences, directory, max_positions, vocab_size=400):
+    """A tiny random `AlbertModel` (E 16 -> H 32, 2 layers sharing one block) with a unigram `spiece.model` of
+    `vocab_size` pieces trained on `sentences` with ALBERT's options (pad 0, unk 1; [CLS] [SEP] [MASK]; user-defined
+    `( ) " - .`), saved in `directory` (created) with room for `max_positions` tokens; returns `directory`."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    spm = pytest.importorskip("sentencepiece")
+    directory.mkdir()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_prefix=str(directory / "spiece"), vocab_size=vocab_size,
+        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=["(", ")", '"', "-", "."], num_threads=2, minloglevel=2)
+    (directory / "spiece.vocab").unlink()
+    config = transformers.AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                                       num_attention_heads=4, intermediate_size=37,
+                                       max_position_embeddings=max_positions)
+    torch.manual_seed(0)
+    transformers.AlbertModel(config).save_pretrained(directory)
     return directory
 
 

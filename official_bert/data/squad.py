@@ -15,7 +15,7 @@ Features follow Google's original `run_squad.py`, with character offsets where i
    pieces later (doc_stride is a step, not Hugging Face's overlap), until one reaches the end. A context with no
    pieces still gets one (empty) window, so every question is predicted.
 3. Targets (training): the gold answer's character span maps to the first and last context pieces that
-   overlap it. A window that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable
+   overlap it (the first: the last of those that start at or before it, as `run_qa.py` picks it). A window that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable
    questions. Training uses the first gold answer (training files have one; dev files used for training
    have several, and Hugging Face's `run_qa.py` also takes the first).
 4. `token_is_max_context`: a piece in several windows counts only in the one where
@@ -306,7 +306,11 @@ def max_context_windows(spans: Sequence[Tuple[int, int]], num_pieces: int) -> np
 
 def _answer_pieces(example: SquadExample, starts: np.ndarray, ends: np.ndarray):
     """The (first, last) context pieces overlapping each gold answer, None for a mismatched answer or one that
-    covers no piece; and the problem found for each (None when fine)."""
+    covers no piece; and the problem found for each (None when fine).
+
+    Where several overlapping pieces start at or before the answer (a SentencePiece "▁" alone shares its span's
+    start with the piece after it), the last of them is the first piece, as transformers' `run_qa.py` picks it.
+    """
     result = []
     for answer in example.answers:
         begin, text = answer["answer_start"], answer["text"]
@@ -314,8 +318,12 @@ def _answer_pieces(example: SquadExample, starts: np.ndarray, ends: np.ndarray):
             result.append((None, "mismatch"))
             continue
         overlapping = np.nonzero((starts < begin + len(text)) & (ends > begin))[0]
-        result.append(((int(overlapping[0]), int(overlapping[-1])), None) if len(overlapping) else
-                      (None, "no_pieces"))
+        if not len(overlapping):
+            result.append((None, "no_pieces"))
+            continue
+        at_or_before = overlapping[starts[overlapping] <= begin]
+        first = at_or_before[-1] if len(at_or_before) else overlapping[0]
+        result.append(((int(first), int(overlapping[-1])), None))
     return result
 
 

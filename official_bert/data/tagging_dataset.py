@@ -4,10 +4,10 @@ The design, in three exact steps:
 
 1. Tokenize (`word_pieces`): every distinct word goes once through the in-graph tokenizer (batched in
    tf.data), so each word becomes its list of ids, exactly the pieces Hugging Face gives it with
-   `is_split_into_words=True`: WordPiece's pieces, or for RoBERTa's byte-level BPE (`layout="roberta"`) the
-   pieces of the word after a space, as `RobertaTokenizerFast(add_prefix_space=True)` ("EU" -> "ĠEU"). A word
-   with no pieces (only characters the tokenizer drops) gets the unknown token, so every word keeps a position
-   and a prediction.
+   `is_split_into_words=True`: WordPiece's or SentencePiece's pieces, or for RoBERTa's byte-level BPE
+   (`layout="roberta"`) the pieces of the word after a space, as `RobertaTokenizerFast(add_prefix_space=True)`
+   ("EU" -> "ĠEU"). A word with no pieces (only characters the tokenizer drops) gets the unknown token, so every
+   word keeps a position and a prediction.
 2. Window (`build_windows`, NumPy): a sentence is cut into windows of whole words, greedily, each holding at
    most `seq_length - 2` pieces, packed as `[CLS] pieces [SEP] [PAD]...` (RoBERTa: `<s> pieces </s> <pad>...`,
    the same places; the ids come from the tokenizer's special-token dict). No word is lost or split across
@@ -18,7 +18,8 @@ The design, in three exact steps:
 
 Raw text (the entity tagger and its export) is tokenized whole and its pieces grouped into words by
 `text_words`: a WordPiece word is a piece and its `##` suffixes; a RoBERTa word starts at a piece that begins
-with a space or follows whitespace, as Hugging Face's token-classification pipeline groups byte-level pieces.
+with a space or follows whitespace, as Hugging Face's token-classification pipeline groups byte-level pieces; an
+ALBERT word starts at a piece that begins with "▁" or is a user-defined symbol (`starts_word`).
 
 Examples:
 
@@ -64,6 +65,7 @@ class TaggingWindows:
 
 LAYOUTS = ("bert", "roberta")
 SPACE_SYMBOL = "\u0120"  # "Ġ": the byte-level BPE's symbol of a space
+WORD_START_SYMBOL = "\u2581"  # "▁": SentencePiece's mark of a word's first piece
 
 
 def word_prefix(layout: str) -> str:
@@ -74,20 +76,27 @@ def word_prefix(layout: str) -> str:
     return " " if layout == "roberta" else ""
 
 
-def starts_word(tokens: Sequence[str], layout: str = "bert") -> np.ndarray:
+def starts_word(tokenizer, layout: str = "bert") -> np.ndarray:
     """Which pieces of running text may start a word: bool (vocab,), index = id.
 
     WordPiece: every piece but a `##` suffix. RoBERTa: a piece that begins with a space ("Ġ"); the text is
-    tokenized after a space (`word_prefix`), so its first word has one too. As Hugging Face's token-classification
-    pipeline groups pieces into words (a byte-level piece not after whitespace continues the word before it).
-    `text_words` adds the rules on whitespace.
+    tokenized after a space (`word_prefix`), so its first word has one too. ALBERT's SentencePiece: a piece that
+    begins with "▁", or a user-defined symbol (ALBERT's `( ) " - .`, each a word of its own, as in CoNLL's words).
+    As Hugging Face's token-classification pipeline groups pieces into words (a byte-level piece not after
+    whitespace continues the word before it). `text_words` adds the rules on whitespace.
 
     Args:
-        tokens: the vocabulary, index = id (None where no token has the id).
+        tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencepieceTokenizer`.
         layout: "bert" or "roberta".
     """
+    from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
+
+    tokens = tokenizer.get_vocab()
     if word_prefix(layout):
         return np.array([bool(t) and t.startswith(SPACE_SYMBOL) for t in tokens], bool)
+    if isinstance(tokenizer, SentencepieceTokenizer):
+        symbols = set(tokenizer.user_defined_symbols())
+        return np.array([t.startswith(WORD_START_SYMBOL) or t in symbols for t in tokens], bool)
     from official_bert.text.vocab import is_suffix_piece
 
     return ~is_suffix_piece([t or "" for t in tokens])
@@ -160,7 +169,8 @@ def word_pieces(tokenizer, sentences: Sequence[Sequence[str]], batch_size: int =
     """The piece ids of every word: `[sentence][word] -> [piece ids]` (never empty).
 
     Args:
-        tokenizer: an `official_bert.text.BertTokenizer`, or a `BytePairTokenizer` with `layout="roberta"`.
+        tokenizer: an `official_bert.text.BertTokenizer` or `SentencepieceTokenizer`, or a `BytePairTokenizer`
+            with `layout="roberta"`.
         sentences: the words of each sentence.
         batch_size: words per tokenizer call.
         layout: "bert", or "roberta": each word is tokenized after a space (see `word_prefix`).

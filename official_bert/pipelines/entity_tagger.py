@@ -37,7 +37,8 @@ class EntityTagger:
 
     Args:
         model: a `BertTokenClassifier` (logits (batch, seq, num_labels)).
-        tokenizer: the tokenizer it was trained with (`BertTokenizer`, or `BytePairTokenizer` for RoBERTa).
+        tokenizer: the tokenizer it was trained with (`BertTokenizer`, `BytePairTokenizer` for RoBERTa,
+            `SentencepieceTokenizer` for ALBERT).
         label_names: tag of each label id (IOB2, e.g. from the model_dir's `task.json`).
         seq_length: window length (the training `max_seq_length`).
         batch_size: windows per prediction batch.
@@ -53,7 +54,7 @@ class EntityTagger:
         self.batch_size = batch_size
         self.layout = layout
         self._prefix = word_prefix(layout)
-        self._starts_word = starts_word(tokenizer.get_vocab(), layout)
+        self._starts_word = starts_word(tokenizer, layout)
         self._lone_space = bare_space(tokenizer.get_vocab(), layout)
         self._space = whitespace_pieces(tokenizer.get_vocab(), layout)
 

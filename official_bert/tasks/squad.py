@@ -3,7 +3,7 @@
 import logging
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import BPE, WORDPIECE, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -13,7 +13,8 @@ ANSWER_SETTINGS = ("max_query_length", "max_answer_length", "null_score_diff_thr
 
 class SquadTask(Task):
     """Span labelling over `[CLS] question [SEP] context-window [SEP]` windows, as Google's `run_squad.py`
-    (RoBERTa: `<s> question </s></s> context-window </s>`, as transformers' `run_qa.py` packs it).
+    (RoBERTa: `<s> question </s></s> context-window </s>`, as transformers' `run_qa.py` packs it; ALBERT: the
+    former, with SentencePiece pieces and `AlbertTokenizerFast`'s offsets).
 
     Answers are read back with the n-best / max-context / null-score rules of the original and scored as the
     official evaluation scripts do. Training epochs count windows.
@@ -32,7 +33,7 @@ class SquadTask(Task):
 
     kind = model_dirs.SQUAD
     uses_pooler = False  # HF question-answering checkpoints have none
-    tokenizer_kinds = (WORDPIECE, BPE)
+    tokenizer_kinds = TOKENIZER_KINDS  # every family's tokenizer gives offsets
 
     def __init__(self, train_file=None, predict_file=None, tfds_name=None, tfds_data_dir=None,
                  version_2_with_negative=False, doc_stride=128, max_query_length=64, n_best_size=20,

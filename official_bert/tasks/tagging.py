@@ -5,7 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert.tasks.base import BPE, WORDPIECE, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
 
@@ -17,7 +17,8 @@ class TaggingTask(Task):
     one (evaluation only) from the model_dir's task.json. Each word's first piece carries its label; sentences
     longer than the sequence length are cut into windows of whole words and put back together. BERT and
     DistilBERT tag WordPiece words in `[CLS] pieces [SEP]`; RoBERTa tags each word tokenized after a space in
-    `<s> pieces </s>`, as transformers' `RobertaTokenizerFast(add_prefix_space=True)` with `is_split_into_words`.
+    `<s> pieces </s>`, as transformers' `RobertaTokenizerFast(add_prefix_space=True)` with `is_split_into_words`;
+    ALBERT tags SentencePiece words in `[CLS] pieces [SEP]`, as `AlbertTokenizerFast` with `is_split_into_words`.
 
     Args:
         data_dir: the CoNLL files (train.txt/valid.txt/test.txt, or eng.train/eng.testa/eng.testb).
@@ -29,7 +30,7 @@ class TaggingTask(Task):
 
     kind = model_dirs.TAGGING
     uses_pooler = False  # HF token-classification checkpoints have none
-    tokenizer_kinds = (WORDPIECE, BPE)
+    tokenizer_kinds = TOKENIZER_KINDS  # every family's tokenizer gives offsets
 
     def __init__(self, data_dir, tag_scheme="iob2", eval_split="test", predict_text_file=None):
         self.data_dir = data_dir

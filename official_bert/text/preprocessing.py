@@ -60,9 +60,7 @@ class Preprocessor(keras.layers.Layer):
 
     def tokenize(self, text, with_offsets=False):
         """The tokenizer on a [batch] string Tensor: int32 ids [batch, (pieces)] (and int64 byte offsets)."""
-        if not with_offsets:  # tokenizers without offsets (SentencePiece) take no `with_offsets`
-            return self.tokenizer(text)
-        return self.tokenizer(text, with_offsets=True)
+        return self.tokenizer(text, with_offsets=with_offsets)
 
     def pack_tokens(self, segments):
         """Packs tokenized segments (one or two int32 RaggedTensors [batch, (pieces)]).

@@ -21,6 +21,7 @@ The ModelProto is read and written at the protobuf wire level (no sentencepiece 
 code at run time); pieces are appended and the normalizer spec replaced, the rest is kept byte for byte.
 """
 
+import dataclasses
 import struct
 
 import numpy as np
@@ -229,14 +230,16 @@ class SentencepieceModel:
     def user_defined_symbols(self):
         return [p for p, t in zip(self.pieces, self.types) if t == USER_DEFINED]
 
-    def compile(self, lower_case=True):
-        """The model to give `FastSentencepieceTokenize`, and the id map to apply to its output.
+    def kernel_model(self, lower_case=True):
+        """What `FastSentencepieceTokenize` runs: the normalization rules and the pieces it appends.
 
         Args:
             lower_case: the tokenizer's `do_lower_case`.
 
         Returns:
-            `(serialized ModelProto bytes, int32 numpy id map)`: ids the kernel emits index the map.
+            `KernelModel`: `rules` {source str: replacement str} (the charsmap, matched greedily, longest
+            first), `pieces` and `types` (this model's, then the appended ones: the kernel's ids index them),
+            and `id_map` (int32 numpy: a kernel id -> the id it stands for).
         """
         table = albert_normalization.code_point_table(lower_case, self.charsmap)
         rules = {chr(cp): out for cp, out in table.items() if cp}  # darts-clone has no key "\0"
@@ -245,19 +248,46 @@ class SentencepieceModel:
         used = set("".join(self.pieces)) | set("".join(rules.values()))
         free = (chr(cp) for cp in _PLACEHOLDER_CANDIDATES if cp not in table and chr(cp) not in used)
         unknown = next(free)  # what a placeholder character in the text becomes: a character of no piece
-        extra, id_map = [], list(range(len(self.pieces)))
+        pieces, scores, types = list(self.pieces), list(self.scores), list(self.types)
+        id_map = list(range(len(self.pieces)))
         for symbol in self.user_defined_symbols():
             placeholder = next(free)
             rules[symbol] = placeholder + " "
             rules[placeholder] = unknown
             for piece in (placeholder, "\u2581" + placeholder):
-                extra.append(_piece_bytes(piece, 0.0, USER_DEFINED))
+                pieces.append(piece), scores.append(0.0), types.append(USER_DEFINED)
                 id_map.append(self.piece_to_id[symbol])
-        for i, (piece, piece_type) in enumerate(zip(self.pieces, self.types)):
+        for i, piece_type in enumerate(self.types):
             if piece_type in (CONTROL, UNKNOWN):  # tokenizers' Unigram matches "<unk>", "<pad>" in text
-                extra.append(_piece_bytes(piece, self.scores[i], NORMAL))
+                pieces.append(self.pieces[i]), scores.append(self.scores[i]), types.append(NORMAL)
                 id_map.append(i)
-        normalizer = (_bytes_field(1, b"albert") + _bytes_field(2, build_charsmap(rules))
+        return KernelModel(rules, pieces, scores, types, np.array(id_map, np.int32))
+
+    def compile(self, lower_case=True):
+        """The model to give `FastSentencepieceTokenize`, and the id map to apply to its output.
+
+        Args:
+            lower_case: the tokenizer's `do_lower_case`.
+
+        Returns:
+            `(serialized ModelProto bytes, KernelModel)`: ids the kernel emits index `KernelModel.id_map`.
+        """
+        kernel = self.kernel_model(lower_case)
+        first = len(self.pieces)
+        extra = [_piece_bytes(p, s, t) for p, s, t in zip(kernel.pieces[first:], kernel.scores[first:],
+                                                           kernel.types[first:])]
+        normalizer = (_bytes_field(1, b"albert") + _bytes_field(2, build_charsmap(kernel.rules))
                       + bytes([3 << 3, 1, 4 << 3, 1, 5 << 3, 1]))
         body = b"".join(raw for number, _, _, raw in self._fields if number != 3)
-        return body + b"".join(extra) + _bytes_field(3, normalizer), np.array(id_map, np.int32)
+        return body + b"".join(extra) + _bytes_field(3, normalizer), kernel
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelModel:
+    """The compiled model's normalization rules and pieces (see `SentencepieceModel.kernel_model`)."""
+
+    rules: dict
+    pieces: list
+    scores: list
+    types: list
+    id_map: np.ndarray

@@ -3,11 +3,10 @@
 One tensorflow-text kernel, `FastSentencepieceTokenize` (which TFLite's tf-text registrar has), runs a model
 compiled from the `spiece.model` (`sentencepiece_model.py`: ALBERT's normalization in its charsmap, the
 user-defined symbols as added tokens); core ops map the extra pieces back to their ids and fuse runs of
-`<unk>` as `tokenizers` does. Packed by `official_bert.text.Preprocessor` (layout "bert": `[CLS] A [SEP] B [SEP]`,
-type ids 0 then 1, `<pad>` padding), it gives `AlbertTokenizerFast(a, b, truncation="longest_first",
+`<unk>` as `tokenizers` does; `sentencepiece_offsets.py` maps the pieces back to input bytes. Packed by
+`official_bert.text.Preprocessor` (layout "bert": `[CLS] A [SEP] B [SEP]`, type ids 0 then 1, `<pad>` padding), it
+gives `AlbertTokenizerFast(a, b, truncation="longest_first",
 padding="max_length")`'s inputs; the graph runs in TFLite with tensorflow-text's custom-op registrar (no Flex).
-
-The kernel returns no offsets, so neither does this tokenizer (SQuAD and tagging need them).
 """
 
 import base64
@@ -22,6 +21,7 @@ from tensorflow_text.python.ops.fast_sentencepiece_tokenizer import gen_fast_sen
 
 from official_bert.text.ragged_ops import row_ids
 from official_bert.text.sentencepiece_model import SentencepieceModel
+from official_bert.text.sentencepiece_offsets import SentencepieceOffsets
 
 REQUIRED_TOKENS = ("[CLS]", "[SEP]", "<pad>")
 MODEL_FILE = "spiece.model"
@@ -30,10 +30,10 @@ MODEL_FILE = "spiece.model"
 @functools.lru_cache(maxsize=4)
 def _compiled(serialized, lower_case, source):
     model = SentencepieceModel(serialized, source)
-    flat_model, id_map = model.compile(lower_case)
+    flat_model, kernel = model.compile(lower_case)
     from tensorflow_text.core.pybinds import pywrap_model_converter
 
-    return model, np.frombuffer(pywrap_model_converter.convert_sentencepiece_model(flat_model), np.uint8), id_map
+    return model, np.frombuffer(pywrap_model_converter.convert_sentencepiece_model(flat_model), np.uint8), kernel
 
 
 class SentencepieceTokenizer(keras.layers.Layer):
@@ -72,11 +72,13 @@ class SentencepieceTokenizer(keras.layers.Layer):
         self.model_file = None if model_file is None else str(model_file)
         self.model = None if model_file is not None else base64.b64encode(serialized).decode("ascii")
         self.lower_case = bool(lower_case)
-        self._model, self._flat_model, self._id_map = _compiled(serialized, self.lower_case, source)
+        self._model, self._flat_model, kernel = _compiled(serialized, self.lower_case, source)
+        self._id_map = kernel.id_map
         missing = [t for t in REQUIRED_TOKENS if t not in self._model.piece_to_id]
         if missing or self._model.unk_id is None:
             missing += [] if self._model.unk_id is not None else ["an unknown piece"]
             raise ValueError(f"{source} lacks {', '.join(missing)}; ALBERT needs [CLS], [SEP], <pad> and <unk>.")
+        self._offsets = SentencepieceOffsets(kernel, self._model.unk_id, source)
 
     @property
     def vocab_size(self):
@@ -85,6 +87,10 @@ class SentencepieceTokenizer(keras.layers.Layer):
     def get_vocab(self):
         """Returns the pieces, a list of str whose index is the id."""
         return list(self._model.pieces)
+
+    def user_defined_symbols(self):
+        """The model's user-defined symbols (ALBERT's `( ) " - . – £ €`): pieces that stand alone in the text."""
+        return self._model.user_defined_symbols()
 
     def get_special_tokens_dict(self):
         """Returns the ids BertPackInputs and the pre-training masker need.
@@ -105,21 +111,24 @@ class SentencepieceTokenizer(keras.layers.Layer):
 
         Args:
             inputs: string Tensor, shape [batch] (a scalar is treated as a batch of one).
-            with_offsets: must be False (the kernel has no offsets); the argument is `BertTokenizer`'s.
+            with_offsets: also return each piece's byte offsets `[start, end)` in its input string, as
+                `AlbertTokenizerFast`'s offsets (which count characters: `ragged_ops.characters_before` converts):
+                from the input character of its first normalized character to that of its last (a "▁" alone:
+                the first character of its word; '"' from "``": the second backtick).
 
         Returns:
-            int32 RaggedTensor [batch, (pieces)].
+            int32 RaggedTensor ids [batch, (pieces)]; with `with_offsets`, the tuple `(ids, starts, ends)` where
+            starts/ends are int64 RaggedTensors of the same shape.
         """
-        if with_offsets:
-            raise ValueError("SentencepieceTokenizer has no token offsets (tensorflow-text's FastSentencepieceTokenize "
-                             "returns none), which SQuAD and tagging need")
         text = tf.convert_to_tensor(inputs, dtype=tf.string)
         if text.shape.rank == 0:
             text = tf.reshape(text, [1])
         ids, row_splits = gen_fast_sentencepiece_tokenizer.tf_text_fast_sentencepiece_tokenize(
             tf.constant(self._flat_model), text, 0, 0, False, False, False)  # ids (pieces,), (batch + 1,)
-        ids = tf.gather(tf.constant(self._id_map), ids)  # extra pieces -> the ids they stand for
         row_splits = tf.cast(row_splits, tf.int64)
+        if with_offsets:
+            starts, ends = self._offsets(text, ids, row_splits)  # (pieces,) each
+        ids = tf.gather(tf.constant(self._id_map), ids)  # extra pieces -> the ids they stand for
         # tokenizers fuses consecutive <unk>s of a word, whatever made them (an unknown character or a
         # literal "<unk>" piece); the kernel fuses only the first kind. No word starts with <unk> ("▁").
         num_ids = tf.shape(ids, out_type=tf.int64)[0]
@@ -128,8 +137,14 @@ class SentencepieceTokenizer(keras.layers.Layer):
         repeat = tf.logical_and(tf.logical_and(is_unk[1:], is_unk[:-1]), tf.equal(rows[1:], rows[:-1]))
         keep = tf.logical_not(tf.concat([tf.zeros([1], tf.bool), repeat], axis=0)[:num_ids])  # (pieces,)
         kept_before = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(keep, tf.int64))], axis=0)
-        ids = tf.gather(ids, tf.reshape(tf.where(keep), [-1]))
-        return tf.RaggedTensor.from_row_splits(ids, tf.gather(kept_before, row_splits), validate=False)
+        kept = tf.reshape(tf.where(keep), [-1])  # (kept pieces,)
+        kept_splits = tf.gather(kept_before, row_splits)
+        result = tf.RaggedTensor.from_row_splits(tf.gather(ids, kept), kept_splits, validate=False)
+        if not with_offsets:
+            return result
+        run_last = tf.concat([kept[1:], [num_ids]], axis=0) - 1  # a fused run ends where the next kept piece starts
+        ragged = lambda offsets: tf.RaggedTensor.from_row_splits(offsets, kept_splits, validate=False)  # noqa: E731
+        return result, ragged(tf.gather(starts, kept)), ragged(tf.gather(ends, run_last))
 
     def get_config(self):
         config = super().get_config()

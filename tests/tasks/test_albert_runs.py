@@ -1,7 +1,7 @@
 """ALBERT end to end, in-process: MRPC fine-tune from a tiny transformers ALBERT with a SentencePiece model trained
 here, the model_dir (spiece.model; encoder/ that transformers loads, tokenizer included), the raw-text export in TF
-Serving's loader and in LiteRT, the encoder export and feature extraction equal to AlbertModel, and the refusal of the
-tasks that need token offsets.
+Serving's loader and in LiteRT, the encoder export and feature extraction equal to AlbertModel, and a task's refusal
+of a tokenizer it does not take.
 """
 
 import json
@@ -15,9 +15,9 @@ import tensorflow as tf
 
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
 from fill_mask_checks import assert_fill_mask_as_transformers
+from hf_references import albert_checkpoint
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
-from official_bert.tasks.tagging import TaggingTask
 from official_bert.text import load_preprocessor
 
 torch = pytest.importorskip("torch")
@@ -37,19 +37,8 @@ def _mrpc_sentences(shared_data, split="train", limit=2000):
 @pytest.fixture(scope="module")
 def checkpoint(shared_data, tmp_path_factory):
     """A tiny random `AlbertModel` (E 16 -> H 32, 2 layers sharing one block) with a 400-piece spiece.model."""
-    directory = tmp_path_factory.mktemp("albert") / "checkpoint"
-    directory.mkdir()
     sentences = [text for pair in _mrpc_sentences(shared_data) for text in pair]
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_prefix=str(directory / "spiece"), vocab_size=400,
-        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        user_defined_symbols=["(", ")", '"', "-", "."], num_threads=2, minloglevel=2)
-    (directory / "spiece.vocab").unlink()
-    config = transformers.AlbertConfig(vocab_size=400, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                                       num_attention_heads=4, intermediate_size=37, max_position_embeddings=SEQ)
-    torch.manual_seed(0)
-    transformers.AlbertModel(config).save_pretrained(directory)
-    return directory
+    return albert_checkpoint(sentences, tmp_path_factory.mktemp("albert") / "checkpoint", SEQ)
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +134,14 @@ def test_encoder_export_and_feature_extraction_equal_albert_model(checkpoint, tm
         FeatureExtractor(encoder, sentencepiece, layers=[-1], seq_length=SEQ, pooling="first_subtoken")
 
 
-def test_a_task_that_needs_offsets_refuses_albert_before_writing(checkpoint, shared_data, tmp_path):
-    config = RunConfig(model_dir=str(tmp_path / "ner"), init_checkpoint=str(checkpoint), max_seq_length=SEQ)
-    with pytest.raises(ValueError, match="tagging: a albert model's sentencepiece tokenizer is not supported"):
-        run(TaggingTask(str(shared_data / "conll2003" / "hf-iob2")), config)
-    assert not (tmp_path / "ner").exists()
+def test_a_task_for_other_tokenizers_refuses_albert_before_writing(checkpoint, shared_data, tmp_path):
+    class WordPieceOnly(ClassificationTask):
+        tokenizer_kinds = ("wordpiece",)
+
+    config = RunConfig(model_dir=str(tmp_path / "mrpc"), init_checkpoint=str(checkpoint), max_seq_length=SEQ)
+    with pytest.raises(ValueError, match="classification: a albert model's sentencepiece tokenizer is not supported"):
+        run(WordPieceOnly("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+    assert not (tmp_path / "mrpc").exists()
 
 
 def _sentence_order_records(shared_data, checkpoint, path, count=16):

@@ -9,6 +9,7 @@ the other order. Every mismatch must be such a reordering.
 """
 
 import random
+import unicodedata
 
 import numpy as np
 import pytest
@@ -104,6 +105,35 @@ def test_fuzz_and_hard_case_ids_equal_reference(albert_dir, tokenizer, reference
     assert len(differ) < len(texts) // 50
 
 
+@pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
+def test_real_corpus_offsets_equal_reference(tokenizer, reference, shared_data, corpus):
+    """Every text whose ids equal the reference's (all but the float32 ties) has its offsets too."""
+    texts = corpora.REAL_CORPORA[corpus](shared_data)
+    tied, _ = _mismatches(tokenizer, reference, texts)
+    assert [texts[i] for i in corpora.offset_mismatches(tokenizer, texts, reference.backend_tokenizer)
+            if i not in tied] == []
+
+
+def test_fuzz_offsets_equal_reference_except_after_deleted_characters(tokenizer, reference):
+    """Fuzz and hard cases: equal, except in texts with control or format characters that the normalizer deletes
+    (tokenizers shifts the offsets after some of those: "\x01word" -> (0, 4), "\x01wor"; ours are (1, 5))."""
+    texts = fuzz_texts() + corpora.hard_cases() + corpora.deleted_character_cases()
+    tied, _ = _mismatches(tokenizer, reference, texts)
+    deletes = [any(unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n\r" for c in t) for t in texts]
+    differ = [i for i in corpora.offset_mismatches(tokenizer, texts, reference.backend_tokenizer) if i not in tied]
+    assert [texts[i] for i in differ if not deletes[i]] == []
+    assert len(differ) < sum(deletes) // 20
+    text = "``Quoted'' ﬁne 中文"
+    ids, starts, ends = tokenizer(tf.constant(["\x01word", text, ""]), with_offsets=True)
+    assert list(zip(starts.to_list()[0], ends.to_list()[0])) == [(1, 5)]
+    assert [tokenizer.get_vocab()[i] for i in ids.to_list()[1]] == [
+        "\u2581", '"', "q", "u", "o", "ted", '"', "\u2581", "f", "ine", "\u2581", "<unk>"]
+    # '"' from "``" spans the second backtick; a lone "▁" the first character of its word; "<unk>" its whole run
+    assert [text.encode()[a:b].decode() for a, b in zip(starts.to_list()[1], ends.to_list()[1])] == [
+        "`", "`", "Q", "u", "o", "ted", "'", "ﬁ", "ﬁ", "ﬁne", "中", "中文"]
+    assert ids.to_list()[2] == starts.to_list()[2] == []
+
+
 def test_albert_normalization_and_added_symbols(tokenizer, reference):
     texts = ["``Quoted''", "Café Ｆｕｌｌ", "a(b) (c", "（x）", "1,000.5", "x\x00.", "}<unk>"]
     assert _ids(tokenizer, texts) == [e.ids for e in reference.backend_tokenizer.encode_batch(
@@ -127,8 +157,8 @@ def test_pack_pairs_equal_reference(tokenizer, reference, shared_data):
     assert truncated.numpy()[-1] and not truncated.numpy()[-2]
     single = preprocessor(first)
     assert single["input_word_ids"].shape == (len(pairs), SEQ_LENGTH)
-    with pytest.raises(ValueError, match="no token offsets"):
-        preprocessor.tokenize(first, with_offsets=True)
+    ids, starts, ends = preprocessor.tokenize(first, with_offsets=True)
+    assert ids.to_list() == tokenizer(first).to_list() and starts.to_list() != ends.to_list()
 
 
 def test_special_tokens_and_config(albert_dir, tokenizer):

@@ -1,0 +1,242 @@
+"""ALBERT on the span tasks: CoNLL tagging and SQuAD features equal transformers' (AlbertTokenizerFast with
+`is_split_into_words`; run_qa.py's `[CLS] Q [SEP] C [SEP]` windows, offsets and targets), and both tasks run (train,
+evaluate, predict) from a tiny ALBERT checkpoint with a SentencePiece model trained here, and export raw-text
+signatures that answer as the Keras model and load in TF Serving's session loader."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from hf_references import albert_checkpoint, run_qa_positions
+from official_bert.data.conll import read_conll
+from official_bert.data.squad import SquadExample, build_features, read_squad_json
+from official_bert.data.tagging_dataset import build_windows, word_pieces
+from official_bert.labels import IGNORE_LABEL
+from official_bert.text.preprocessing import tokenizer_from_files
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("sentencepiece")
+
+SEQ = 64
+TAG_SEQ = 32  # short enough that some CoNLL sentences take two windows
+STRIDE, QUERY = 16, 24  # SQuAD: doc_stride (a step, in pieces) and max_query_length
+
+
+def _sentences(path, count):
+    """The first `count` sentences of a CoNLL file, as a CoNLL file's text."""
+    blocks = [b for b in path.read_text().split("\n\n") if b.strip() and not b.startswith("-DOCSTART-")]
+    return "\n\n".join(blocks[:count]) + "\n"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(shared_data, tmp_path_factory):
+    conll = read_conll(str(shared_data / "conll2003" / "hf-iob2" / "train.txt")).words[:3000]
+    squad = read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[:3000]
+    sentences = [" ".join(words) for words in conll] + sorted({e.context for e in squad}) + [e.question for e in squad]
+    return albert_checkpoint(sentences, tmp_path_factory.mktemp("albert") / "checkpoint", SEQ, vocab_size=600)
+
+
+@pytest.fixture(scope="module")
+def sentencepiece(checkpoint):
+    return tokenizer_from_files(str(checkpoint / "spiece.model"), True)
+
+
+@pytest.fixture(scope="module")
+def reference(checkpoint):
+    return transformers.AlbertTokenizerFast.from_pretrained(str(checkpoint))
+
+
+# --- tagging features ----------------------------------------------------------------------------------------
+
+
+def test_tagging_windows_equal_albert_tokenizer_fast(shared_data, sentencepiece, reference, tmp_path):
+    """50 CoNLL sentences: ids and first-piece labels equal transformers' (`is_split_into_words=True`); a sentence
+    longer than a window is cut into windows of whole words whose pieces put back together are transformers'."""
+    path = tmp_path / "train.txt"
+    path.write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
+    data = read_conll(str(path))
+    labels = [[hash(t) % 7 for t in tags] for tags in data.tags]
+    windows = build_windows(word_pieces(sentencepiece, data.words), TAG_SEQ, sentencepiece.get_special_tokens_dict(),
+                            labels=labels)
+    encoding = reference(data.words, is_split_into_words=True)
+    rows = {}
+    for row, s in enumerate(windows.sentence):
+        rows.setdefault(int(s), []).append(row)
+    assert sorted(rows) == list(range(len(data.words))) and len(data.words) == 50
+    split = whole = 0
+    for s, sentence_rows in rows.items():
+        ids = encoding["input_ids"][s]
+        word_ids = encoding.word_ids(s)
+        expected_labels = [IGNORE_LABEL if w is None or (j and word_ids[j - 1] == w) else labels[s][w]
+                           for j, w in enumerate(word_ids)]
+        inner_ids, inner_labels = [], []
+        for row in sentence_rows:
+            length = int(windows.inputs["input_mask"][row].sum())
+            packed = windows.inputs["input_word_ids"][row, :length].tolist()
+            assert packed[0] == reference.cls_token_id and packed[-1] == reference.sep_token_id
+            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, length:], reference.pad_token_id)
+            inner_ids += packed[1:-1]
+            inner_labels += windows.labels[row, 1:length - 1].tolist()
+        assert inner_ids == ids[1:-1] and inner_labels == expected_labels[1:-1]
+        whole += len(sentence_rows) == 1
+        split += len(sentence_rows) > 1
+    assert split >= 3 and whole >= 10
+
+
+# --- SQuAD features --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def squad_examples(shared_data, reference):
+    """20 dev questions (with a leading space added to some, which run_qa strips) of at most QUERY pieces."""
+    examples = []
+    for e in read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::50]:
+        if len(reference(e.question.lstrip(), add_special_tokens=False)["input_ids"]) <= QUERY:
+            question = " " + e.question if len(examples) % 3 == 0 else e.question
+            examples.append(SquadExample(e.qas_id, question, e.context, e.answers[:1]))
+        if len(examples) == 20:
+            return examples
+
+
+def test_squad_windows_offsets_and_targets_equal_run_qa(sentencepiece, reference, squad_examples):
+    """Each window's ids, type ids and mask equal AlbertTokenizerFast's `(question.lstrip(), context)` with
+    `truncation="only_second"`, `return_overflowing_tokens` and the overlap that makes its windows ours; the context
+    pieces' character spans are its offsets, and the training targets are run_qa.py's."""
+    features, stats = build_features(squad_examples, sentencepiece, SEQ, STRIDE, QUERY, is_training=True)
+    assert stats["truncated_questions"] == 0 and stats["skipped_examples"] == 0
+    rows = {}
+    for row, i in enumerate(features.example_index):
+        rows.setdefault(int(i), []).append(row)
+    windows = answered = 0
+    for i, example_rows in rows.items():
+        example = squad_examples[i]
+        question = example.question.lstrip()
+        per_window = SEQ - len(reference(question, add_special_tokens=False)["input_ids"]) - 3
+        encoding = reference(question, example.context, truncation="only_second", max_length=SEQ,
+                             stride=per_window - STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True,
+                             return_token_type_ids=True)
+        assert len(encoding["input_ids"]) == len(example_rows), example.qas_id
+        for w, row in enumerate(example_rows):
+            length = int(features.inputs["input_mask"][row].sum())
+            assert features.inputs["input_word_ids"][row, :length].tolist() == encoding["input_ids"][w]
+            assert features.inputs["input_type_ids"][row, :length].tolist() == encoding["token_type_ids"][w]
+            sequence_ids = encoding.sequence_ids(w)
+            expected_spans = [list(encoding["offset_mapping"][w][j]) if s == 1 else [-1, -1]
+                              for j, s in enumerate(sequence_ids)]
+            assert features.token_char_spans[row, :length].tolist() == expected_spans
+            expected = run_qa_positions(encoding, w, example.answers[0])
+            actual = (int(features.start_positions[row]), int(features.end_positions[row]))
+            assert actual == expected, (example.qas_id, w)
+            windows += 1
+            answered += actual != (0, 0)
+    assert windows > 2 * len(squad_examples) and answered >= len(squad_examples)
+
+
+# --- runs and exports ------------------------------------------------------------------------------------------
+
+
+def _run(task, model_dir, checkpoint, seq_length):
+    from official_bert.runner import RunConfig, run
+
+    config = RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=seq_length,
+                       train_batch_size=8, eval_batch_size=32, num_train_steps=2, checkpoint_steps=100,
+                       do_predict=True)
+    return run(task, config)
+
+
+def _session_loader_check(shared_data, version):
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(shared_data, checkpoint, tmp_path):
+    from export.saved_model import build_module, export
+    from official_bert import model_dir as model_dirs
+    from official_bert.pipelines.entity_tagger import EntityTagger
+    from official_bert.tasks.tagging import TaggingTask
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, count in (("train.txt", 80), ("test.txt", 30)):
+        (data / name).write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
+    texts_file = tmp_path / "texts.txt"
+    texts_file.write_text("Peter Blackburn flew to Brussels.\nThe EU rejects German calls , said Werner Zwingmann.\n")
+    results = _run(TaggingTask(str(data), predict_text_file=str(texts_file)), tmp_path / "model", checkpoint, TAG_SEQ)
+    assert results["num_sentences"] == 30 and 0.0 <= results["f1"] <= 1.0
+    assert len((tmp_path / "model" / "predictions" / "test.txt").read_text().strip().split("\n\n")) == 30
+
+    texts = ["Peter Blackburn flew to Brussels.", "  The EU (Brussels) rejects it.",
+             "Zürich's café", "EU  Werner\tZwingmann \n said. ", ""]
+    module = build_module(str(tmp_path / "model"), str(tmp_path))
+    out = module.serving_default(tf.constant(texts))
+    tagger = EntityTagger.from_model_dir(str(tmp_path / "model"))
+    split = tagger.split_words(texts)
+    # words start at "▁" pieces and at the user-defined symbols ( ) " - . ; the export's words are the tagger's
+    assert [texts[0][a:b] for a, b in split[0][1]] == ["Peter", "Blackburn", "flew", "to", "Brussels", "."]
+    assert [texts[1][a:b] for a, b in split[1][1]][1:6] == ["EU", "(", "Brussels", ")", "rejects"]
+    assert [texts[3][a:b] for a, b in split[3][1]] == ["EU", "Werner", "Zwingmann", "said", "."]
+    loaded = model_dirs.load_model_dir(str(tmp_path / "model"))
+    windows = build_windows([pieces for pieces, _ in split], TAG_SEQ, tagger.tokenizer.get_special_tokens_dict())
+    assert list(windows.sentence) == [0, 1, 2, 3]  # every text fits one window; the empty one has none
+    np.testing.assert_allclose(out["logits"].numpy()[:4], loaded.model(windows.inputs).numpy(), atol=1e-5, rtol=0)
+    tags = tagger._predict([pieces for pieces, _ in split])
+    for t, (text, (_, spans)) in enumerate(zip(texts, split)):
+        n = int(out["num_words"][t])
+        assert n == len(spans) and [s.decode() for s in out["word_labels"][t, :n].numpy()] == tags[t]
+        assert list(zip(out["word_start"][t, :n].numpy(), out["word_end"][t, :n].numpy())) == spans
+    for t, entities in enumerate(tagger(texts)):
+        n = int(out["num_entities"][t])
+        exported = [{"type": out["entity_type"][t, k].numpy().decode(), "start": int(out["entity_start"][t, k]),
+                     "end": int(out["entity_end"][t, k]), "text": out["entity_text"][t, k].numpy().decode()}
+                    for k in range(n)]
+        assert exported == entities
+    version = export(str(tmp_path / "model"), str(tmp_path / "export"))
+    _session_loader_check(shared_data, version)
+    # LiteRT: the offsets need ops it has no kernel for, and the conversion names them; token ids convert
+    from export.tflite import convert
+
+    with pytest.raises(ValueError, match="needs ops TFLite lacks.*UnicodeDecodeWithOffsets"):
+        convert(version, signature="serving_default")
+    assert convert(version, signature="serve_tokens")
+
+
+def test_squad_runs_from_albert_and_its_export_answers_as_the_model(shared_data, checkpoint, sentencepiece,
+                                                                    squad_examples, tmp_path):
+    from export.saved_model import build_module, export
+    from official_bert import model_dir as model_dirs
+    from official_bert.tasks.squad import SquadTask
+
+    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
+                  for e in squad_examples]
+    data = tmp_path / "squad.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
+    results = _run(task, tmp_path / "model", checkpoint, SEQ)
+    assert results["num_examples"] == 20 and results["num_windows"] > 40 and 0.0 <= results["f1"] <= 100.0
+    predictions = json.loads((tmp_path / "model" / "predictions.json").read_text())
+    assert sorted(predictions) == sorted(e.qas_id for e in squad_examples)
+
+    examples = squad_examples[:4]
+    module = build_module(str(tmp_path / "model"), str(tmp_path))
+    out = module.serving_default(tf.constant([e.question for e in examples]), tf.constant([e.context for e in examples]))
+    # the export reads each question's first window: the features' first window, the same logits
+    features, _ = build_features(examples, sentencepiece, SEQ, STRIDE, QUERY)
+    first = [int(np.argmax(features.example_index == i)) for i in range(len(examples))]
+    inputs = {k: v[first] for k, v in features.inputs.items()}
+    expected = model_dirs.load_model_dir(str(tmp_path / "model")).model(inputs)
+    np.testing.assert_allclose(out["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(out["end_logits"].numpy(), expected["end_logits"].numpy(), atol=1e-5, rtol=0)
+    for i, example in enumerate(examples):
+        start, end = int(out["answer_token_start"][i]), int(out["answer_token_end"][i])
+        spans = features.token_char_spans[first[i]]
+        span_start, span_end = spans[start, 0], spans[end, 1]
+        assert span_start >= 0 and span_end >= 0 and start <= end
+        assert out["answer_text"][i].numpy().decode() == example.context[span_start:span_end]
+    _session_loader_check(shared_data, export(str(tmp_path / "model"), str(tmp_path / "export")))
