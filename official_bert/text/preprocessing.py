@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 BPE_FILES = ("vocab.json", "merges.txt")
 SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
+GOOGLE_SENTENCEPIECE_FILE = "30k-clean.model"  # the same model, as Google's ALBERT releases name it
 
 
 class Preprocessor(keras.layers.Layer):
@@ -120,13 +121,14 @@ class SentencepieceVocab:
 
     @classmethod
     def find(cls, directory) -> "SentencepieceVocab":
-        """The `spiece.model` of a checkpoint directory or model_dir; raises naming the directory if there is none."""
+        """The `spiece.model` (transformers' name; Google's releases: `30k-clean.model`) of a checkpoint directory or
+        model_dir; raises naming the directory if there is none."""
         files = tokenizer_directory(os.fspath(directory))
-        path = os.path.join(files, SENTENCEPIECE_FILE)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{files}: an ALBERT checkpoint needs its SentencePiece model; missing "
-                                    f"{SENTENCEPIECE_FILE}")
-        return cls(path)
+        for name in (SENTENCEPIECE_FILE, GOOGLE_SENTENCEPIECE_FILE):
+            if os.path.isfile(os.path.join(files, name)):
+                return cls(os.path.join(files, name))
+        raise FileNotFoundError(f"{files}: an ALBERT checkpoint needs its SentencePiece model; missing "
+                                f"{SENTENCEPIECE_FILE} (or {GOOGLE_SENTENCEPIECE_FILE}, as Google's releases name it)")
 
     def __len__(self):  # the vocab size, as `len(tokens)` of a WordPiece vocab
         from official_bert.text.sentencepiece_model import SentencepieceModel

@@ -9,7 +9,7 @@ import pytest
 
 from official_bert.text import BertTokenizer, BytePairTokenizer
 from official_bert.text.preprocessing import (BpeVocab, SentencepieceVocab, find_family_vocab, read_vocab_file,
-                                              resolve_casing, tokenizer_of)
+                                              resolve_casing, tokenizer_of, write_tokenizer_files)
 from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
 
 BPE_VOCAB = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, **{chr(c): 5 + i for i, c in enumerate(
@@ -62,6 +62,13 @@ def test_each_family_finds_its_files_casing_and_tokenizer(wordpiece_dir, bpe_dir
     assert isinstance(tokenizer, SentencepieceTokenizer) and not tokenizer.lower_case
 
 
+def test_google_albert_releases_name_their_sentencepiece_model_30k_clean(albert_dir, tmp_path):
+    (albert_dir / "spiece.model").rename(albert_dir / "30k-clean.model")
+    vocab, _, source = find_family_vocab(albert_dir, "albert", vocab_size=200)
+    assert source.endswith("30k-clean.model") and len(vocab) == 200
+    assert write_tokenizer_files(vocab, tmp_path) == str(tmp_path / "spiece.model")  # a model_dir keeps the HF name
+
+
 def test_a_vocab_of_another_size_or_missing_files_are_named(wordpiece_dir, bpe_dir, albert_dir):
     with pytest.raises(ValueError, match=r"vocab.txt: 30522 tokens, but the model's config has vocab_size=100"):
         find_family_vocab(wordpiece_dir, "bert", vocab_size=100)
@@ -72,7 +79,7 @@ def test_a_vocab_of_another_size_or_missing_files_are_named(wordpiece_dir, bpe_d
     (bpe_dir / "merges.txt").unlink()
     with pytest.raises(FileNotFoundError, match="missing merges.txt"):
         find_family_vocab(bpe_dir, "roberta")
-    with pytest.raises(FileNotFoundError, match="missing spiece.model"):
+    with pytest.raises(FileNotFoundError, match=r"missing spiece.model \(or 30k-clean.model"):
         find_family_vocab(wordpiece_dir, "albert")
     with pytest.raises(ValueError, match="XLM-RoBERTa"):
         find_family_vocab(bpe_dir, "xlm-roberta")
