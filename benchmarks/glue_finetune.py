@@ -1,7 +1,7 @@
 """GLUE fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, data, recipe and machine.
 
-    python -m benchmarks.glue_finetune --task=MRPC
-    python -m benchmarks.glue_finetune --task=SST-2 --max_train_examples=8000 --epochs=1
+    python -m benchmarks.glue_finetune --task=MRPC                      # 3 seeds: 42, 43, 44
+    python -m benchmarks.glue_finetune --task=SST-2 --max_train_examples=8000 --epochs=1 --seeds=1
 
 Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 with AdamW (learning rate, weight decay 0.01 except
 LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup over 10% of the steps then
@@ -10,7 +10,8 @@ steps. Ours runs through the CLI (`python -m tasks.run_classifier`); the peer is
 `BertForSequenceClassification`. Both start from the same weights: the checkpoint's encoder and one
 classification head drawn by transformers under `--seed` (`benchmarks/start_checkpoint.py`; `--no-same_start`
 lets each side draw its own). Prints dev metrics and steady-state training examples/second (first step, which
-compiles, left out) for both, and the ratios.
+compiles, left out) for both, and the ratios, per seed; then over the `--seeds` seeds (3 by default:
+`benchmarks/seeds.py`) each side's mean and spread and the difference with its standard error.
 """
 
 import argparse
@@ -20,8 +21,9 @@ import tempfile
 import numpy as np
 
 from benchmarks.our_cli import run_our_cli
-from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.resumable import write_results
+from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, print_over_seeds
 from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
                                          write_start_checkpoint)
 
@@ -87,6 +89,38 @@ def run_pytorch(task, data_dir, checkpoint, args):
     return metrics, rate, seconds
 
 
+def run_seed(args, work):
+    """One seed's run of both sides into `work`: writes `results.json` and prints the seed's table."""
+    from official_bert.data.glue_tasks import get_glue_task
+
+    glue_task = get_glue_task(args.task)
+    task = glue_task.name
+    data_dir = args.data_dir or os.path.join(SHARED_DATA, "glue", task)
+    task_dir = os.path.join(work, "data")
+    write_task_dir(task, data_dir, task_dir, args.max_train_examples, args.seed)
+    model_dir = os.path.join(work, "ours")
+    if os.path.exists(model_dir):
+        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+    checkpoint = args.checkpoint
+    if args.same_start:
+        checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
+                                            "BertForSequenceClassification", dropout=args.dropout,
+                                            num_labels=glue_task.num_classes)
+
+    ours, ours_rate, ours_seconds = run_ours(task, task_dir, checkpoint, model_dir, args)
+    theirs, their_rate, their_seconds = run_pytorch(task, task_dir, checkpoint, args)
+    write_results(work, ours, theirs, ours_rate, their_rate)
+
+    print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
+          f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}; "
+          f"{describe_start(args)}")
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for key in sorted(k for k in theirs if not k.startswith("num_")):
+        print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
+    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
+    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="MRPC")
@@ -98,41 +132,17 @@ def main():
     parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
-    parser.add_argument("--seed", type=int, default=42)
+    add_seed_flags(parser)
     add_same_start_flag(parser, "classification head")
     add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
     check_dropout_flag(parser, args)
+    check_seed_flags(parser, args)
 
-    from official_bert.data.glue_tasks import get_glue_task
-
-    glue_task = get_glue_task(args.task)
-    task = glue_task.name
-    data_dir = args.data_dir or os.path.join(SHARED_DATA, "glue", task)
     work = args.out or tempfile.mkdtemp(prefix="glue_bench_")
-    task_dir = os.path.join(work, "data")
-    write_task_dir(task, data_dir, task_dir, args.max_train_examples, args.seed)
-    model_dir = os.path.join(work, "ours")
-    if os.path.exists(model_dir):
-        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
-    if args.same_start:
-        args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                                 "BertForSequenceClassification", dropout=args.dropout,
-                                                 num_labels=glue_task.num_classes)
-
-    ours, ours_rate, ours_seconds = run_ours(task, task_dir, args.checkpoint, model_dir, args)
-    theirs, their_rate, their_seconds = run_pytorch(task, task_dir, args.checkpoint, args)
-    write_results(work, ours, theirs, ours_rate, their_rate)
-
-    print(f"\n{task}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, seq 128, "
-          f"{'bf16' if args.mixed_precision else 'fp32'}, train examples: {args.max_train_examples or 'all'}; "
-          f"{describe_start(args)}")
-    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in sorted(k for k in theirs if not k.startswith("num_")):
-        print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
-    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
-    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+    results = over_seeds(args, work, run_seed)
+    print_over_seeds(results, sorted(k for k in results[0][1]["theirs"] if not k.startswith("num_")), scale=100.0)
 
 
 if __name__ == "__main__":

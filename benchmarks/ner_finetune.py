@@ -1,7 +1,7 @@
 """CoNLL-2003 NER fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, data, recipe, machine.
 
-    python -m benchmarks.ner_finetune                       # train on train, evaluate on test
-    python -m benchmarks.ner_finetune --max_train_sentences=2000 --max_eval_sentences=500 --epochs=1
+    python -m benchmarks.ner_finetune                       # train on train, evaluate on test; 3 seeds
+    python -m benchmarks.ner_finetune --max_train_sentences=2000 --max_eval_sentences=500 --epochs=1 --seeds=5
 
 Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 on ../shared/data/conll2003/hf-iob2 with AdamW (learning
 rate, weight decay 0.01 except LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup
@@ -16,7 +16,9 @@ peer (words it cuts, or that get no piece, are predicted "O"; the number of such
 are scored with seqeval's default (conlleval) entity F1 on the test split. Both start from the same weights:
 the checkpoint's encoder and one tagging head drawn by transformers under `--seed`
 (`benchmarks/start_checkpoint.py`; `--no-same_start` lets each side draw its own). Prints the scores and
-steady-state training examples/second (first step, which compiles, left out) for both, and the ratios.
+steady-state training examples/second (first step, which compiles, left out) for both, and the ratios, per seed
+(a seed also draws the `--max_train_sentences` subset); then over the `--seeds` seeds (3 by default,
+`benchmarks/seeds.py`) each side's mean and spread and the difference with its standard error.
 """
 
 import argparse
@@ -28,10 +30,12 @@ import numpy as np
 from benchmarks.our_cli import run_our_cli
 from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
+from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, print_over_seeds
 from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
                                          write_start_checkpoint)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+METRICS = ("precision", "recall", "f1")  # test entity scores, as fractions
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
 
 
@@ -117,6 +121,37 @@ def run_pytorch(train, test, checkpoint, args):
     return metrics, rate, seconds
 
 
+def run_seed(args, work):
+    """One seed's run of both sides into `work`: writes `results.json` and prints the seed's table."""
+    task_dir = os.path.join(work, "data")
+    train, test = write_task_dir(args.data_dir, task_dir, args.max_train_sentences, args.max_eval_sentences,
+                                 args.seed)
+    model_dir = os.path.join(work, "ours")
+    if os.path.exists(model_dir):
+        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
+    checkpoint = args.checkpoint
+    if args.same_start:
+        from official_bert.data.conll import label_names
+
+        checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
+                                            "BertForTokenClassification", dropout=args.dropout,
+                                            num_labels=len(label_names(train.tags)))
+
+    ours, ours_rate, ours_seconds = run_ours(task_dir, checkpoint, model_dir, args)
+    theirs, their_rate, their_seconds = run_pytorch(train, test, checkpoint, args)
+    write_results(work, ours, theirs, ours_rate, their_rate)
+
+    print(f"\nCoNLL-2003 NER: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
+          f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "
+          f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']}); "
+          f"{describe_start(args)}")
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for key in METRICS:
+        print(f"{'test entity ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
+    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
+    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data_dir", default=os.path.join(SHARED_DATA, "conll2003", "hf-iob2"))
@@ -128,40 +163,16 @@ def main():
     parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
-    parser.add_argument("--seed", type=int, default=42)
+    add_seed_flags(parser)
     add_same_start_flag(parser, "tagging head")
     add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
     args = parser.parse_args()
     check_dropout_flag(parser, args)
+    check_seed_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="ner_bench_")
-    task_dir = os.path.join(work, "data")
-    train, test = write_task_dir(args.data_dir, task_dir, args.max_train_sentences, args.max_eval_sentences,
-                                 args.seed)
-    model_dir = os.path.join(work, "ours")
-    if os.path.exists(model_dir):
-        raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
-    if args.same_start:
-        from official_bert.data.conll import label_names
-
-        args.checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                                 "BertForTokenClassification", dropout=args.dropout,
-                                                 num_labels=len(label_names(train.tags)))
-
-    ours, ours_rate, ours_seconds = run_ours(task_dir, args.checkpoint, model_dir, args)
-    theirs, their_rate, their_seconds = run_pytorch(train, test, args.checkpoint, args)
-    write_results(work, ours, theirs, ours_rate, their_rate)
-
-    print(f"\nCoNLL-2003 NER: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
-          f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "
-          f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']}); "
-          f"{describe_start(args)}")
-    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in ("precision", "recall", "f1"):
-        print(f"{'test entity ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
-    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
-    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+    print_over_seeds(over_seeds(args, work, run_seed), METRICS, scale=100.0)
 
 
 if __name__ == "__main__":

@@ -26,15 +26,14 @@ over several sessions. `--report_only` prints the table of what is there.
 
 import argparse
 import dataclasses
-import math
 import os
 import shutil
 import subprocess
 import sys
 
-import numpy as np
 
 from benchmarks.resumable import read_json
+from benchmarks.seeds import spread
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,26 +76,10 @@ def run_one(budget, directory, dropout, seed):
         return
     if os.path.exists(directory) and not budget.resumes:
         shutil.rmtree(directory)  # a killed run of a benchmark that cannot resume starts over
-    command = [sys.executable, "-m", budget.module, *budget.flags, f"--seed={seed}", f"--dropout={dropout}",
-               f"--out={directory}"]
+    command = [sys.executable, "-m", budget.module, *budget.flags, f"--seed={seed}", "--seeds=1",
+               f"--dropout={dropout}", f"--out={directory}"]
     print("seed_spread:", " ".join(command), flush=True)
     subprocess.run(command, cwd=REPO_ROOT, check=True)
-
-
-def spread(ours, theirs):
-    """Summary statistics of two equal-length score lists drawn under the same seeds.
-
-    Returns: dict of each side's mean and sample standard deviation, the difference of means with its Welch
-        standard error, and the mean paired difference with its standard error (nan where n < 2).
-    """
-    ours, theirs = np.asarray(ours, float), np.asarray(theirs, float)
-    n = len(ours)
-    std = (lambda x: float(np.std(x, ddof=1))) if n > 1 else (lambda x: math.nan)
-    paired = ours - theirs
-    return {"n": n, "ours_mean": float(ours.mean()), "ours_std": std(ours), "theirs_mean": float(theirs.mean()),
-            "theirs_std": std(theirs), "difference": float(ours.mean() - theirs.mean()),
-            "difference_se": math.sqrt(std(ours) ** 2 / n + std(theirs) ** 2 / n),
-            "paired_difference": float(paired.mean()), "paired_se": std(paired) / math.sqrt(n)}
 
 
 def collect(out, task, budget, dropout):

@@ -1,9 +1,9 @@
 """SQuAD fine-tuning, ours vs Hugging Face transformers on PyTorch: same model, windows, recipe, scoring, machine.
 
-    python -m benchmarks.squad_finetune                    # v1.1: 38 dev articles train, the last 10 evaluate
+    python -m benchmarks.squad_finetune                    # v1.1: 38 dev articles train, the last 10 evaluate; 3 seeds
     python -m benchmarks.squad_finetune --version=2.0      # the CS224N half of the v2.0 dev set, split alike
     python -m benchmarks.squad_finetune --max_train_examples=64 --max_eval_examples=32 --max_seq_length=128 \
-        --epochs=1                                          # smoke run
+        --epochs=1 --seeds=1                                # smoke run
 
 There is no SQuAD train file here, so a dev file is split by article: v1.1 `dev-v1.1.json` (48 articles)
 trains on the first 38 and evaluates on the last 10; v2.0 `cs224n-dev-half-v2.0.json` (16 articles) is cut
@@ -28,12 +28,14 @@ own initialisation under `--seed` (`benchmarks/start_checkpoint.py` says why), w
 Face `BertForQuestionAnswering` checkpoint; `--no-same_start` lets each side draw its own.
 
 Prints EM/F1 (v2.0 also HasAns/NoAns and the best-threshold F1) and the steady-state training windows/second
-(first step, which compiles, left out) of both, and the ratios.
+(first step, which compiles, left out) of both, and the ratios, per seed; then over the `--seeds` seeds (3 by
+default, `benchmarks/seeds.py`) each side's mean and spread and the difference with its standard error.
 
-A full-split run takes hours on a small CPU (v1.1: ~45 min ours, ~2.4 h the peer, on 2 cores), so it resumes:
-run the same command with the same `--out` and each side goes on from its last checkpoint (every 50 steps), or
-reuses its results if it had finished. `--out` remembers the flags in `benchmark.json`; a rerun with other
-flags is an error naming the first that differs. After a resume, a side's rate is that of its last run.
+A full-split run takes hours on a small CPU (v1.1: ~45 min ours, ~2.4 h the peer, on 2 cores; three seeds
+about three times that; `--seeds=1` for one draw), so it resumes: run the same command with the same `--out` and
+each side goes on from its last checkpoint (every 50 steps), or reuses its results if it had finished. `--out`
+remembers the flags in `benchmark.json`; a rerun with other flags is an error naming the first that differs.
+After a resume, a side's rate is that of its last run.
 """
 
 import argparse
@@ -47,6 +49,7 @@ import numpy as np
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, read_json, write_results
+from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, print_over_seeds
 from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
                                          write_start_checkpoint)
 
@@ -173,31 +176,15 @@ def run_pytorch(paths, eval_data, args, work):
     return metrics, rate, seconds
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", choices=sorted(DATA_FILES), default="1.1")
-    parser.add_argument("--data_file", default=None, help="default: the shared dev file of --version")
-    parser.add_argument("--eval_articles", type=int, default=None,
-                        help="articles held out at the end (default: 10 of 48, the same share of other files)")
-    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
-    parser.add_argument("--epochs", type=float, default=2.0)
-    parser.add_argument("--learning_rate", type=float, default=1e-4)
-    parser.add_argument("--max_seq_length", type=int, default=384)
-    parser.add_argument("--max_train_examples", type=int, default=None, help="first questions of the train split")
-    parser.add_argument("--max_eval_examples", type=int, default=None, help="first questions of the eval split")
-    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
-    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
-                        help="ours: true/false; default: the library's default for this device")
-    parser.add_argument("--seed", type=int, default=42)
-    add_same_start_flag(parser, "span head")
-    add_dropout_flag(parser)
-    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
-    args = parser.parse_args()
-    check_dropout_flag(parser, args)
+def metric_keys(version):
+    return (("exact_match", "f1") if version == "1.1" else
+            ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1"))
 
+
+def run_seed(args, work):
+    """One seed's run of both sides into `work` (resuming a killed one): writes `results.json`, prints its table."""
+    check_same_flags(work, args, ignore=("out", "seeds"))
     source = args.data_file or os.path.join(SHARED_DATA, DATA_FILES[args.version])
-    work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
-    check_same_flags(work, args)
     model_dir = os.path.join(work, "ours")
     with open(source, encoding="utf-8") as f:
         num_articles = len(json.load(f)["data"])
@@ -213,19 +200,44 @@ def main():
     theirs, their_rate, their_seconds = run_pytorch(paths, eval_data, args, work)
     write_results(work, ours, theirs, ours_rate, their_rate)
 
-    keys = (("exact_match", "f1") if args.version == "1.1" else
-            ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1", "best_f1"))
     print(f"\nSQuAD v{args.version}: all-MiniLM-L6-v2, {args.epochs:g} epoch(s), lr {args.learning_rate:g}, batch 32, "
           f"seq {args.max_seq_length}, {'bf16' if args.mixed_precision else 'fp32'}; "
           f"{num_articles - eval_articles} articles train, {eval_articles} evaluate ({theirs['total']} questions"
           f"{', train questions limited' if args.max_train_examples else ''}; "
           f"{describe_start(args)})")
     print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in keys:
+    for key in metric_keys(args.version):
         if key in ours and key in theirs:
             print(f"{key:28s}{ours[key]:18.2f}{theirs[key]:14.2f}{ours[key] - theirs[key]:+12.2f}")
     print(f"{'train windows/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
     print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", choices=sorted(DATA_FILES), default="1.1")
+    parser.add_argument("--data_file", default=None, help="default: the shared dev file of --version")
+    parser.add_argument("--eval_articles", type=int, default=None,
+                        help="articles held out at the end (default: 10 of 48, the same share of other files)")
+    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
+    parser.add_argument("--epochs", type=float, default=2.0)
+    parser.add_argument("--learning_rate", type=float, default=1e-4)
+    parser.add_argument("--max_seq_length", type=int, default=384)
+    parser.add_argument("--max_train_examples", type=int, default=None, help="first questions of the train split")
+    parser.add_argument("--max_eval_examples", type=int, default=None, help="first questions of the eval split")
+    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
+    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
+                        help="ours: true/false; default: the library's default for this device")
+    add_seed_flags(parser)
+    add_same_start_flag(parser, "span head")
+    add_dropout_flag(parser)
+    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    args = parser.parse_args()
+    check_dropout_flag(parser, args)
+    check_seed_flags(parser, args)
+
+    work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
+    print_over_seeds(over_seeds(args, work, run_seed, resumes=True), metric_keys(args.version))
 
 
 if __name__ == "__main__":
