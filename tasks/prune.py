@@ -1,6 +1,6 @@
-"""Prunes a fine-tuned classification model_dir: drops its least important layers or attention heads (structured:
-smaller and faster), and/or magnitude-prunes its kernels to a target sparsity, fine-tuning it (distilled from the
-unpruned model) into a new model_dir.
+"""Prunes a fine-tuned model_dir (classification, tagging or SQuAD): drops its least important layers or attention
+heads (structured: smaller and faster), and/or magnitude-prunes its kernels to a target sparsity, fine-tuning it
+(distilled from the unpruned model) into a new model_dir.
 
     python -m tasks.prune --teacher=out/sst2 --keep_layers=4 --data_dir=../shared/data/glue/SST-2 \
         --model_dir=out/sst2_pruned
@@ -8,13 +8,17 @@ unpruned model) into a new model_dir.
         --model_dir=out/sst2_heads
     python -m tasks.prune --teacher=out/sst2 --target_sparsity=0.5 --data_dir=../shared/data/glue/SST-2 \
         --model_dir=out/sst2_sparse
+    python -m tasks.prune --teacher=out/conll --prune_heads=0.5 --data_dir=../shared/data/conll2003/hf-iob2 \
+        --model_dir=out/conll_heads
+    python -m tasks.prune --teacher=out/squad --keep_layers=4 --train_file=train-v1.1.json \
+        --predict_file=dev-v1.1.json --model_dir=out/squad_pruned
 
-A layer's importance is how much the task loss on the first --importance_examples dev examples rises when that
-layer is left out; the --keep_layers most important ones are kept, as `tasks.distill --student_layers` would
-(the flags of `tasks.distill` apply: --alpha, --temperature, --num_train_steps, ...). `importance.json` in
---model_dir records the scores; with --target_sparsity, `sparsity.json` the share of zeros per kernel.
-Magnitude pruning leaves the kernels' shapes as they are: the model is smaller only compressed (zeros compress),
-and not faster on CPU (dense matmuls do not skip zeros).
+A layer's importance is how much the task loss on the first --importance_examples examples of the evaluation data
+(GLUE dev, the CoNLL --eval_split, SQuAD's --predict_file) rises when that layer is left out; the --keep_layers most
+important ones are kept, as `tasks.distill --student_layers` would (the flags of `tasks.distill` apply: --alpha,
+--temperature, --num_train_steps, ...). `importance.json` in --model_dir records the scores; with --target_sparsity,
+`sparsity.json` the share of zeros per kernel. Magnitude pruning leaves the kernels' shapes as they are: the model
+is smaller only compressed (zeros compress), and not faster on CPU (dense matmuls do not skip zeros).
 
 With --prune_heads, a head's importance is Michel et al.'s (2019) |gradient of the dev loss with respect to a gate on
 the head|, summed over the same dev batches; that share of the (kept layers') heads, least important first, is
@@ -35,19 +39,8 @@ flags.DEFINE_float("target_sparsity", 0.0, "Share of the transformer kernels' we
                    "reached along a polynomial schedule during fine-tuning; 0: off.")
 flags.DEFINE_float("prune_heads", 0.0, "Share of all attention heads removed (the least important on dev data; "
                    "at least one kept per layer); 0: off.")
-flags.DEFINE_integer("importance_examples", 256, "Dev examples the layer and head importance are measured on.")
-
-
-def dev_batches(task, loaded, num_examples, batch_size=32):
-    """`(inputs, labels)` batches of the first `num_examples` dev examples of a `ClassificationTask`."""
-    from official_bert.data.classification_dataset import classification_dataset
-    from official_bert.text.preprocessing import text_preprocessor
-
-    split = task.read_split(task.glue_task.eval_splits[0])
-    packer = text_preprocessor(loaded.vocab_file, loaded.lower_case, loaded.max_seq_length)
-    text_b = split.text_b[:num_examples] if split.text_b is not None else None
-    return classification_dataset(split.text_a[:num_examples], text_b, split.labels[:num_examples], packer,
-                                  batch_size, is_training=False)
+flags.DEFINE_integer("importance_examples", 256, "Evaluation examples (GLUE dev examples, CoNLL sentences, SQuAD "
+                     "questions) the layer and head importance are measured on.")
 
 
 def main(argv):
@@ -63,9 +56,6 @@ def main(argv):
         raise app.UsageError("tasks.prune chooses the layers itself: pass --keep_layers, not --student_layers / "
                              "--student_config")
     loaded = model_dirs.load_model_dir(FLAGS.teacher)
-    if loaded.kind != model_dirs.CLASSIFICATION:
-        raise app.UsageError(f"--teacher={FLAGS.teacher} is a {loaded.kind} model_dir; tasks.prune measures "
-                             "importance on GLUE dev data (classification model_dirs)")
     if not 0.0 <= FLAGS.prune_heads < 1.0:
         raise app.UsageError(f"--prune_heads={FLAGS.prune_heads} must be in [0, 1)")
     if FLAGS.prune_heads and loaded.config.is_albert:
@@ -77,7 +67,7 @@ def main(argv):
     importance = {}
     if FLAGS.keep_layers is not None and FLAGS.keep_layers != depth:
         scores = layer_importance(loaded.model, lambda config: model_dirs.build_task_model(
-            loaded.kind, config, loaded.info), dev_batches(task, loaded, FLAGS.importance_examples))
+            loaded.kind, config, loaded.info), task.labeled_eval_batches(loaded, FLAGS.importance_examples))
         layers = layers_to_keep(scores, FLAGS.keep_layers)
         print(f"layer importance (dev loss increase without the layer): {[round(s, 4) for s in scores]}; keeping "
               f"{layers}")
@@ -85,7 +75,7 @@ def main(argv):
     settings = dict(student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
                     hidden_weight=FLAGS.hidden_weight, target_sparsity=FLAGS.target_sparsity)
     if FLAGS.prune_heads:
-        scores = head_importance(loaded.model, dev_batches(task, loaded, FLAGS.importance_examples))
+        scores = head_importance(loaded.model, task.labeled_eval_batches(loaded, FLAGS.importance_examples))
         removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer
         pruned_heads = pruned_config(student_config(loaded.config, layers), removed).pruned_heads
         rounded = [[round(s, 4) for s in row if s is not None] for row in scores]

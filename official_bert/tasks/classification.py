@@ -38,6 +38,18 @@ class ClassificationTask(Task):
         self.skip_bad_rows = skip_bad_rows
         self._splits = {}
 
+    def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
+        """`(inputs, labels)` batches of the first `num_examples` examples of the eval split, packed for the
+        `model_dir.LoadedModelDir` `loaded` (what `tasks.prune` measures importance on)."""
+        from official_bert.data.classification_dataset import classification_dataset
+        from official_bert.text.preprocessing import text_preprocessor
+
+        split = self.read_split(self.glue_task.eval_splits[0])
+        packer = text_preprocessor(loaded.vocab_file, loaded.lower_case, loaded.max_seq_length)
+        text_b = split.text_b[:num_examples] if split.text_b is not None else None
+        return classification_dataset(split.text_a[:num_examples], text_b, split.labels[:num_examples], packer,
+                                      batch_size, is_training=False)
+
     def read_split(self, split):
         """One split's `GlueExamples` (read once)."""
         from official_bert.data.glue import glue_file_path, load_tfds_glue, read_glue_tsv

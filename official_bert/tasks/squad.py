@@ -81,6 +81,23 @@ class SquadTask(Task):
         if config.do_eval or config.do_predict:
             self.predictions_of, self.predict_source = self._read("predict")
 
+    def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
+        """`(inputs, {"start_logits", "end_logits"} targets)` batches of the windows of the predict split's first
+        `num_examples` questions (those whose answer is found), for the `model_dir.LoadedModelDir` `loaded`."""
+        import tensorflow as tf
+
+        from official_bert.data.squad import build_features
+        from official_bert.text.preprocessing import tokenizer_from_files
+
+        examples, source = self._read("predict")
+        if examples is None:
+            raise ValueError("the importance of SQuAD layers and heads is measured on --predict_file (or --tfds_name)")
+        tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
+        features, _ = build_features(examples[:num_examples], tokenizer, loaded.max_seq_length, self.doc_stride,
+                                     self.max_query_length, is_training=True, layout=loaded.config.packing_layout)
+        targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
+        return tf.data.Dataset.from_tensor_slices((features.inputs, targets)).batch(batch_size)
+
     def task_info(self):
         return {"task": "squad", "version_2_with_negative": self.version_2_with_negative}
 

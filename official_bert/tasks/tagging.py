@@ -62,6 +62,24 @@ class TaggingTask(Task):
         if config.do_eval or config.do_predict:  # a tag outside the label set fails before training
             self.examples = self._read(self.eval_split, label_set=self.labels)
 
+    def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
+        """`(inputs, labels)` batches of the windows of the eval split's first `num_examples` sentences, for the
+        `model_dir.LoadedModelDir` `loaded` (labels on each word's first piece, `IGNORE_LABEL` elsewhere)."""
+        import tensorflow as tf
+
+        from official_bert.data.tagging_dataset import build_windows, word_pieces
+        from official_bert.text.preprocessing import tokenizer_from_files
+
+        labels = loaded.info["label_names"]
+        examples = self._read(self.eval_split, label_set=labels)
+        tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
+        label_ids = {tag: i for i, tag in enumerate(labels)}
+        windows = build_windows(word_pieces(tokenizer, examples.words[:num_examples],
+                                            layout=loaded.config.packing_layout),
+                                loaded.max_seq_length, tokenizer.get_special_tokens_dict(),
+                                labels=[[label_ids[t] for t in tags] for tags in examples.tags[:num_examples]])
+        return tf.data.Dataset.from_tensor_slices((windows.inputs, windows.labels)).batch(batch_size)
+
     def task_info(self):
         return {"task": "ner", "label_names": self.labels, "num_labels": len(self.labels)}
 

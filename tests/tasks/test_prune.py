@@ -1,0 +1,95 @@
+"""tasks.prune on the span tasks: a CoNLL tagger and a SQuAD model from a tiny checkpoint lose their least important
+layer and half their heads, measured on their own evaluation data, and the result is a model_dir that loads."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from official_bert import model_dir as model_dirs
+from official_bert.runner import RunConfig, run
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+SEQ = 64
+
+
+def _conll_dir(shared_data, directory):
+    directory.mkdir()
+    for name, count in (("train.txt", 40), ("test.txt", 20)):
+        blocks = [b for b in (shared_data / "conll2003" / "hf-iob2" / name).read_text().split("\n\n")
+                  if b.strip() and not b.startswith("-DOCSTART-")]
+        (directory / name).write_text("\n\n".join(blocks[:count]) + "\n")
+    return directory
+
+
+def _squad_file(shared_data, path):
+    data = json.loads((shared_data / "squad" / "v1.1" / "dev-v1.1.json").read_text())
+    paragraphs = data["data"][0]["paragraphs"][:4]
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    return path
+
+
+def _teacher(task, model_dir, checkpoint):
+    config = RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                       train_batch_size=8, eval_batch_size=32, num_train_steps=2, checkpoint_steps=100)
+    run(task, config)
+    return model_dir
+
+
+@pytest.fixture(scope="module")
+def teachers(shared_data, tiny_checkpoint, tmp_path_factory):
+    from official_bert.tasks.squad import SquadTask
+    from official_bert.tasks.tagging import TaggingTask
+
+    root = tmp_path_factory.mktemp("prune_teachers")
+    conll = _conll_dir(shared_data, root / "conll")
+    squad = _squad_file(shared_data, root / "squad.json")
+    return {
+        "tagging": (_teacher(TaggingTask(str(conll)), root / "ner", tiny_checkpoint), [f"--data_dir={conll}"]),
+        "squad": (_teacher(SquadTask(train_file=str(squad), predict_file=str(squad), doc_stride=32,
+                                     max_query_length=16), root / "qa", tiny_checkpoint),
+                  [f"--train_file={squad}", f"--predict_file={squad}", "--doc_stride=32", "--max_query_length=16"]),
+    }
+
+
+def test_labeled_eval_batches_of_the_span_tasks(teachers, shared_data, tmp_path):
+    from official_bert.labels import IGNORE_LABEL
+    from official_bert.tasks.squad import SquadTask
+    from official_bert.tasks.tagging import TaggingTask
+
+    tagger = model_dirs.load_model_dir(str(teachers["tagging"][0]))
+    batches = list(TaggingTask(str(_conll_dir(shared_data, tmp_path / "conll"))).labeled_eval_batches(tagger, 12, 8))
+    inputs, labels = batches[0]
+    assert labels.shape == inputs["input_word_ids"].shape and inputs["input_word_ids"].shape[1] == SEQ
+    first_pieces = np.asarray(labels) != IGNORE_LABEL
+    assert first_pieces.any() and not first_pieces[:, 0].any()  # [CLS] carries no label
+    assert sum(len(b[1]) for b in batches) >= 12  # every sentence has a window
+
+    qa = model_dirs.load_model_dir(str(teachers["squad"][0]))
+    task = SquadTask(predict_file=str(_squad_file(shared_data, tmp_path / "squad.json")), doc_stride=32,
+                     max_query_length=16)
+    inputs, targets = next(iter(task.labeled_eval_batches(qa, 6, 64)))
+    starts, ends = np.asarray(targets["start_logits"]), np.asarray(targets["end_logits"])
+    assert len(starts) == inputs["input_word_ids"].shape[0] > 6  # windows of 6 questions
+    assert (starts <= ends).all() and (starts > 0).any()  # answers inside some windows, [CLS] (0) elsewhere
+
+
+@pytest.mark.parametrize("kind", ["tagging", "squad"])
+def test_prune_a_span_task_model_dir(teachers, tmp_path, kind):
+    teacher, data_flags = teachers[kind]
+    out = tmp_path / "pruned"
+    command = [sys.executable, "-m", "tasks.prune", f"--teacher={teacher}", "--keep_layers=1", "--prune_heads=0.5",
+               *data_flags, f"--model_dir={out}", "--train_batch_size=8", "--eval_batch_size=32",
+               "--num_train_steps=2", "--importance_examples=8"]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    importance = json.loads((out / "importance.json").read_text())
+    assert len(importance["loss_increase"]) == 2 and len(importance["kept"]) == 1
+    assert sum(len(v) for v in importance["removed_heads"].values()) == 2  # half of the kept layer's 4 heads
+    loaded = model_dirs.load_model_dir(str(out))
+    assert loaded.kind == model_dirs.load_model_dir(str(teacher)).kind
+    assert loaded.config.num_hidden_layers == 1 and loaded.config.num_kept_heads(0) == 2
+    assert (out / "eval_results.json").exists()
