@@ -20,15 +20,13 @@ import tempfile
 
 import numpy as np
 
+from benchmarks.finetune_flags import SHARED_DATA, add_finetune_flags, check_finetune_flags
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import write_results
-from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, print_over_seeds
-from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
-                                         write_start_checkpoint)
+from benchmarks.seeds import over_seeds, print_over_seeds
+from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
 
 
 def write_task_dir(task, data_dir, out_dir, max_train_examples, seed):
@@ -125,20 +123,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="MRPC")
     parser.add_argument("--data_dir", default=None, help="default: ../shared/data/glue/<task>")
-    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
-    parser.add_argument("--epochs", type=float, default=3.0)
-    parser.add_argument("--learning_rate", type=float, default=5e-5)
     parser.add_argument("--max_train_examples", type=int, default=None, help="seeded subset of train")
-    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
-    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
-                        help="ours: true/false; default: the library's default for this device")
-    add_seed_flags(parser)
-    add_same_start_flag(parser, "classification head")
-    add_dropout_flag(parser)
-    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    add_finetune_flags(parser, "classification head", epochs=3.0, learning_rate=5e-5)
     args = parser.parse_args()
-    check_dropout_flag(parser, args)
-    check_seed_flags(parser, args)
+    check_finetune_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="glue_bench_")
     results = over_seeds(args, work, run_seed)

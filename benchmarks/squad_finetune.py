@@ -46,15 +46,13 @@ import tempfile
 
 import numpy as np
 
+from benchmarks.finetune_flags import SHARED_DATA, add_finetune_flags, check_finetune_flags
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, read_json, write_results
-from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, print_over_seeds
-from benchmarks.start_checkpoint import (add_dropout_flag, add_same_start_flag, check_dropout_flag, describe_start,
-                                         write_start_checkpoint)
+from benchmarks.seeds import over_seeds, print_over_seeds
+from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
 DATA_FILES = {"1.1": os.path.join("squad", "v1.1", "dev-v1.1.json"),
               "2.0": os.path.join("squad", "v2.0", "cs224n-dev-half-v2.0.json")}
 DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 128, 64, 20, 30
@@ -219,22 +217,12 @@ def main():
     parser.add_argument("--data_file", default=None, help="default: the shared dev file of --version")
     parser.add_argument("--eval_articles", type=int, default=None,
                         help="articles held out at the end (default: 10 of 48, the same share of other files)")
-    parser.add_argument("--checkpoint", default=os.path.join(SHARED_DATA, "all-MiniLM-L6-v2"))
-    parser.add_argument("--epochs", type=float, default=2.0)
-    parser.add_argument("--learning_rate", type=float, default=1e-4)
     parser.add_argument("--max_seq_length", type=int, default=384)
     parser.add_argument("--max_train_examples", type=int, default=None, help="first questions of the train split")
     parser.add_argument("--max_eval_examples", type=int, default=None, help="first questions of the eval split")
-    parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
-    parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
-                        help="ours: true/false; default: the library's default for this device")
-    add_seed_flags(parser)
-    add_same_start_flag(parser, "span head")
-    add_dropout_flag(parser)
-    parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    add_finetune_flags(parser, "span head", epochs=2.0, learning_rate=1e-4)
     args = parser.parse_args()
-    check_dropout_flag(parser, args)
-    check_seed_flags(parser, args)
+    check_finetune_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
     print_over_seeds(over_seeds(args, work, run_seed, resumes=True), metric_keys(args.version))

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hf_references import albert_checkpoint, run_qa_positions
+from hf_references import albert_checkpoint
 from official_bert.data.conll import read_conll
-from official_bert.data.squad import SquadExample, build_features, read_squad_json
+from official_bert.data.squad import build_features, read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
-from official_bert.labels import IGNORE_LABEL
 from official_bert.text.preprocessing import tokenizer_from_files
+from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagging_windows_equal_reference,
+                              conll_sentences, squad_sample)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -26,12 +27,6 @@ pytest.importorskip("sentencepiece")
 SEQ = 64
 TAG_SEQ = 32  # short enough that some CoNLL sentences take two windows
 STRIDE, QUERY = 16, 24  # SQuAD: doc_stride (a step, in pieces) and max_query_length
-
-
-def _sentences(path, count):
-    """The first `count` sentences of a CoNLL file, as a CoNLL file's text."""
-    blocks = [b for b in path.read_text().split("\n\n") if b.strip() and not b.startswith("-DOCSTART-")]
-    return "\n\n".join(blocks[:count]) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -59,33 +54,12 @@ def test_tagging_windows_equal_albert_tokenizer_fast(shared_data, sentencepiece,
     """50 CoNLL sentences: ids and first-piece labels equal transformers' (`is_split_into_words=True`); a sentence
     longer than a window is cut into windows of whole words whose pieces put back together are transformers'."""
     path = tmp_path / "train.txt"
-    path.write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
+    path.write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
     data = read_conll(str(path))
     labels = [[hash(t) % 7 for t in tags] for tags in data.tags]
     windows = build_windows(word_pieces(sentencepiece, data.words), TAG_SEQ, sentencepiece.get_special_tokens_dict(),
                             labels=labels)
-    encoding = reference(data.words, is_split_into_words=True)
-    rows = {}
-    for row, s in enumerate(windows.sentence):
-        rows.setdefault(int(s), []).append(row)
-    assert sorted(rows) == list(range(len(data.words))) and len(data.words) == 50
-    split = whole = 0
-    for s, sentence_rows in rows.items():
-        ids = encoding["input_ids"][s]
-        word_ids = encoding.word_ids(s)
-        expected_labels = [IGNORE_LABEL if w is None or (j and word_ids[j - 1] == w) else labels[s][w]
-                           for j, w in enumerate(word_ids)]
-        inner_ids, inner_labels = [], []
-        for row in sentence_rows:
-            length = int(windows.inputs["input_mask"][row].sum())
-            packed = windows.inputs["input_word_ids"][row, :length].tolist()
-            assert packed[0] == reference.cls_token_id and packed[-1] == reference.sep_token_id
-            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, length:], reference.pad_token_id)
-            inner_ids += packed[1:-1]
-            inner_labels += windows.labels[row, 1:length - 1].tolist()
-        assert inner_ids == ids[1:-1] and inner_labels == expected_labels[1:-1]
-        whole += len(sentence_rows) == 1
-        split += len(sentence_rows) > 1
+    whole, split = assert_tagging_windows_equal_reference(windows, data.words, labels, reference)
     assert split >= 3 and whole >= 10
 
 
@@ -94,47 +68,14 @@ def test_tagging_windows_equal_albert_tokenizer_fast(shared_data, sentencepiece,
 
 @pytest.fixture(scope="module")
 def squad_examples(shared_data, reference):
-    """20 dev questions (with a leading space added to some, which run_qa strips) of at most QUERY pieces."""
-    examples = []
-    for e in read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::50]:
-        if len(reference(e.question.lstrip(), add_special_tokens=False)["input_ids"]) <= QUERY:
-            question = " " + e.question if len(examples) % 3 == 0 else e.question
-            examples.append(SquadExample(e.qas_id, question, e.context, e.answers[:1]))
-        if len(examples) == 20:
-            return examples
+    return squad_sample(shared_data, reference, QUERY)
 
 
 def test_squad_windows_offsets_and_targets_equal_run_qa(sentencepiece, reference, squad_examples):
-    """Each window's ids, type ids and mask equal AlbertTokenizerFast's `(question.lstrip(), context)` with
-    `truncation="only_second"`, `return_overflowing_tokens` and the overlap that makes its windows ours; the context
-    pieces' character spans are its offsets, and the training targets are run_qa.py's."""
+    """Windows, type ids, offsets and training targets equal run_qa.py's with AlbertTokenizerFast."""
     features, stats = build_features(squad_examples, sentencepiece, SEQ, STRIDE, QUERY, is_training=True)
     assert stats["truncated_questions"] == 0 and stats["skipped_examples"] == 0
-    rows = {}
-    for row, i in enumerate(features.example_index):
-        rows.setdefault(int(i), []).append(row)
-    windows = answered = 0
-    for i, example_rows in rows.items():
-        example = squad_examples[i]
-        question = example.question.lstrip()
-        per_window = SEQ - len(reference(question, add_special_tokens=False)["input_ids"]) - 3
-        encoding = reference(question, example.context, truncation="only_second", max_length=SEQ,
-                             stride=per_window - STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True,
-                             return_token_type_ids=True)
-        assert len(encoding["input_ids"]) == len(example_rows), example.qas_id
-        for w, row in enumerate(example_rows):
-            length = int(features.inputs["input_mask"][row].sum())
-            assert features.inputs["input_word_ids"][row, :length].tolist() == encoding["input_ids"][w]
-            assert features.inputs["input_type_ids"][row, :length].tolist() == encoding["token_type_ids"][w]
-            sequence_ids = encoding.sequence_ids(w)
-            expected_spans = [list(encoding["offset_mapping"][w][j]) if s == 1 else [-1, -1]
-                              for j, s in enumerate(sequence_ids)]
-            assert features.token_char_spans[row, :length].tolist() == expected_spans
-            expected = run_qa_positions(encoding, w, example.answers[0])
-            actual = (int(features.start_positions[row]), int(features.end_positions[row]))
-            assert actual == expected, (example.qas_id, w)
-            windows += 1
-            answered += actual != (0, 0)
+    windows, answered = assert_squad_windows_equal_run_qa(features, squad_examples, reference, SEQ, STRIDE, 3)
     assert windows > 2 * len(squad_examples) and answered >= len(squad_examples)
 
 
@@ -165,7 +106,7 @@ def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(shared_data, 
     data = tmp_path / "data"
     data.mkdir()
     for name, count in (("train.txt", 80), ("test.txt", 30)):
-        (data / name).write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
+        (data / name).write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
     texts_file = tmp_path / "texts.txt"
     texts_file.write_text("Peter Blackburn flew to Brussels.\nThe EU rejects German calls , said Werner Zwingmann.\n")
     results = _run(TaggingTask(str(data), predict_text_file=str(texts_file)), tmp_path / "model", checkpoint, TAG_SEQ)
@@ -225,7 +166,8 @@ def test_squad_runs_from_albert_and_its_export_answers_as_the_model(shared_data,
 
     examples = squad_examples[:4]
     module = build_module(str(tmp_path / "model"), str(tmp_path))
-    out = module.serving_default(tf.constant([e.question for e in examples]), tf.constant([e.context for e in examples]))
+    questions, contexts = [e.question for e in examples], [e.context for e in examples]
+    out = module.serving_default(tf.constant(questions), tf.constant(contexts))
     # the export reads each question's first window: the features' first window, the same logits
     features, _ = build_features(examples, sentencepiece, SEQ, STRIDE, QUERY)
     first = [int(np.argmax(features.example_index == i)) for i in range(len(examples))]

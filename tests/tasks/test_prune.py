@@ -11,6 +11,7 @@ import pytest
 
 from official_bert import model_dir as model_dirs
 from official_bert.runner import RunConfig, run
+from span_task_checks import conll_sentences
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEQ = 64
@@ -19,9 +20,7 @@ SEQ = 64
 def _conll_dir(shared_data, directory):
     directory.mkdir()
     for name, count in (("train.txt", 40), ("test.txt", 20)):
-        blocks = [b for b in (shared_data / "conll2003" / "hf-iob2" / name).read_text().split("\n\n")
-                  if b.strip() and not b.startswith("-DOCSTART-")]
-        (directory / name).write_text("\n\n".join(blocks[:count]) + "\n")
+        (directory / name).write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
     return directory
 
 

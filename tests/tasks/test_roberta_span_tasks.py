@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from hf_references import roberta_checkpoint, run_qa_positions
+from hf_references import roberta_checkpoint
 from official_bert.data.conll import read_conll
-from official_bert.data.squad import SquadExample, build_features, read_squad_json
+from official_bert.data.squad import SquadExample, build_features
 from official_bert.data.tagging_dataset import build_windows, word_pieces
-from official_bert.labels import IGNORE_LABEL
 from official_bert.text.preprocessing import tokenizer_from_files
+from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagging_windows_equal_reference,
+                              conll_sentences, squad_sample)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -37,12 +38,6 @@ def bpe(checkpoint):
     return tokenizer_from_files(str(checkpoint / "vocab.json"), False)
 
 
-def _sentences(path, count):
-    """The first `count` sentences of a CoNLL file, as a CoNLL file's text."""
-    blocks = [b for b in path.read_text().split("\n\n") if b.strip() and not b.startswith("-DOCSTART-")]
-    return "\n\n".join(blocks[:count]) + "\n"
-
-
 # --- tagging features ----------------------------------------------------------------------------------------
 
 
@@ -53,44 +48,14 @@ def test_tagging_windows_equal_roberta_tokenizer_fast_with_prefix_space(shared_d
     `is_split_into_words=True`, `truncation=True, max_length=seq_length`); a sentence longer than a window is cut
     into windows of whole words whose pieces put back together are transformers' untruncated ones."""
     path = tmp_path / "train.txt"
-    path.write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
+    path.write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / "train.txt", 50))
     data = read_conll(str(path))
     labels = [[hash(t) % 7 for t in tags] for tags in data.tags]
     windows = build_windows(word_pieces(bpe, data.words, layout="roberta"), seq_length,
                             bpe.get_special_tokens_dict(), labels=labels)
     reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint), add_prefix_space=True)
-    encoding = reference(data.words, is_split_into_words=True)
-    rows = {}
-    for row, s in enumerate(windows.sentence):
-        rows.setdefault(int(s), []).append(row)
-    assert sorted(rows) == list(range(len(data.words))) and len(data.words) == 50
-    split = whole = 0
-    for s, sentence_rows in rows.items():
-        ids = encoding["input_ids"][s]
-        word_ids = encoding.word_ids(s)
-        expected_labels = [IGNORE_LABEL if w is None or (j and word_ids[j - 1] == w) else labels[s][w]
-                           for j, w in enumerate(word_ids)]
-        if len(ids) <= seq_length:
-            whole += 1
-            assert len(sentence_rows) == 1
-            row = sentence_rows[0]
-            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, :len(ids)], ids)
-            np.testing.assert_array_equal(windows.inputs["input_word_ids"][row, len(ids):], 1)  # <pad>
-            np.testing.assert_array_equal(windows.labels[row, :len(ids)], expected_labels)
-            assert windows.inputs["input_mask"][row].sum() == len(ids) and not windows.inputs["input_type_ids"].any()
-            short = reference(data.words[s], is_split_into_words=True, truncation=True, max_length=seq_length)
-            assert short["input_ids"] == ids
-        else:  # <s> and </s> around each window; the inner pieces and labels, joined, are transformers'
-            split += 1
-            inner_ids, inner_labels = [], []
-            for row in sentence_rows:
-                length = int(windows.inputs["input_mask"][row].sum())
-                packed = windows.inputs["input_word_ids"][row, :length].tolist()
-                assert packed[0] == 0 and packed[-1] == 2
-                inner_ids += packed[1:-1]
-                inner_labels += windows.labels[row, 1:length - 1].tolist()
-            assert inner_ids == ids[1:-1] and inner_labels == expected_labels[1:-1]
-    assert split >= 3 and whole >= 10 if seq_length == TAG_SEQ else whole >= 45
+    whole, split = assert_tagging_windows_equal_reference(windows, data.words, labels, reference)
+    assert split >= 3 and whole >= 10 if seq_length == TAG_SEQ else whole >= 45 and not split
 
 
 # --- SQuAD features --------------------------------------------------------------------------------------------
@@ -98,51 +63,16 @@ def test_tagging_windows_equal_roberta_tokenizer_fast_with_prefix_space(shared_d
 
 @pytest.fixture(scope="module")
 def squad_examples(shared_data, checkpoint):
-    """20 dev questions (with a leading space added to some, which run_qa strips) of at most QUERY pieces."""
-    reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
-    examples = []
-    for e in read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::50]:
-        if len(reference(e.question.lstrip(), add_special_tokens=False)["input_ids"]) <= QUERY:
-            question = " " + e.question if len(examples) % 3 == 0 else e.question
-            examples.append(SquadExample(e.qas_id, question, e.context, e.answers[:1]))
-        if len(examples) == 20:
-            return examples
+    return squad_sample(shared_data, transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint)), QUERY)
 
 
 def test_squad_windows_and_targets_equal_run_qa(checkpoint, bpe, squad_examples):
-    """Each window's ids and mask equal RobertaTokenizerFast's `(question.lstrip(), context)` with
-    `truncation="only_second"`, `return_overflowing_tokens` and the overlap that makes its windows ours; the
-    training targets equal run_qa.py's; type ids are all 0 and the offsets are the fast tokenizer's."""
+    """Windows, offsets and training targets equal run_qa.py's with RobertaTokenizerFast; type ids are all 0."""
     features, stats = build_features(squad_examples, bpe, SEQ, STRIDE, QUERY, is_training=True, layout="roberta")
     assert stats["truncated_questions"] == 0 and stats["skipped_examples"] == 0
     assert not features.inputs["input_type_ids"].any()
     reference = transformers.RobertaTokenizerFast.from_pretrained(str(checkpoint))
-    rows = {}
-    for row, i in enumerate(features.example_index):
-        rows.setdefault(int(i), []).append(row)
-    windows = answered = 0
-    for i, example_rows in rows.items():
-        example = squad_examples[i]
-        question = example.question.lstrip()
-        question_length = len(reference(question, add_special_tokens=False)["input_ids"])
-        per_window = SEQ - question_length - 4
-        encoding = reference(question, example.context, truncation="only_second", max_length=SEQ,
-                             stride=per_window - STRIDE, return_overflowing_tokens=True, return_offsets_mapping=True)
-        assert len(encoding["input_ids"]) == len(example_rows), example.qas_id
-        for w, row in enumerate(example_rows):
-            length = int(features.inputs["input_mask"][row].sum())
-            assert features.inputs["input_word_ids"][row, :length].tolist() == encoding["input_ids"][w]
-            assert features.inputs["input_mask"][row, :length].tolist() == encoding["attention_mask"][w]
-            np.testing.assert_array_equal(features.inputs["input_word_ids"][row, length:], 1)
-            sequence_ids = encoding.sequence_ids(w)
-            expected_spans = [list(encoding["offset_mapping"][w][j]) if s == 1 else [-1, -1]
-                              for j, s in enumerate(sequence_ids)]
-            assert features.token_char_spans[row, :length].tolist() == expected_spans
-            expected = run_qa_positions(encoding, w, example.answers[0])
-            actual = (int(features.start_positions[row]), int(features.end_positions[row]))
-            assert actual == expected, (example.qas_id, w)
-            windows += 1
-            answered += actual != (0, 0)
+    windows, answered = assert_squad_windows_equal_run_qa(features, squad_examples, reference, SEQ, STRIDE, 4)
     assert windows > 2 * len(squad_examples) and answered >= len(squad_examples)
 
 
@@ -166,7 +96,7 @@ def ner_run(shared_data, checkpoint, tmp_path_factory):
     data = root / "data"
     data.mkdir()
     for name, count in (("train.txt", 80), ("test.txt", 30)):
-        (data / name).write_text(_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
+        (data / name).write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
     texts = root / "texts.txt"
     texts.write_text("Peter Blackburn flew to Brussels.\nThe EU rejects German calls , said Werner Zwingmann.\n")
     results = _run(TaggingTask(str(data), predict_text_file=str(texts)), root / "model", checkpoint, TAG_SEQ)
