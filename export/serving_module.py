@@ -102,7 +102,8 @@ class ServingModule(tf.Module):
         """Real example texts for the warm-up requests: input name -> list of str (see `export.warmup`)."""
         from export.warmup import SAMPLE_SECOND_TEXTS, SAMPLE_TEXTS
 
-        return {name: list(SAMPLE_TEXTS if i == 0 else SAMPLE_SECOND_TEXTS) for i, name in enumerate(self.text_features)}
+        return {name: list(SAMPLE_TEXTS if i == 0 else SAMPLE_SECOND_TEXTS)
+                for i, name in enumerate(self.text_features)}
 
     def answer_tokens(self, inputs):
         """The task's outputs from packed encoder inputs (dict of int32 [batch, seq]); a dict of Tensors."""

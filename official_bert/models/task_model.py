@@ -30,8 +30,8 @@ class TaskModel(keras.Model):
         if loss == "auto":
             loss = self.default_loss()
             kwargs.setdefault("loss_weights", self.default_loss_weights())
-        super().compile(optimizer=optimizer, loss=loss, metrics=self.default_metrics() if metrics == "auto" else metrics,
-                        **kwargs)
+        metrics = self.default_metrics() if metrics == "auto" else metrics
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def compile_from_config(self, config):
         """Compiles a model read back by `keras.saving.load_model` as it was saved (Keras skips a model whose
