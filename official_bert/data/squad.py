@@ -16,8 +16,9 @@ Features follow Google's original `run_squad.py`, with character offsets where i
    pieces still gets one (empty) window, so every question is predicted.
 3. Targets (training): the gold answer's character span maps to the first and last context pieces that
    overlap it (the first: the last of those that start at or before it, as `run_qa.py` picks it). A window
-   that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable questions. Training uses the first gold answer (training files have one; dev files used for training
-   have several, and Hugging Face's `run_qa.py` also takes the first).
+   that does not hold both gets target 0 ([CLS]), as do SQuAD 2.0 unanswerable questions. Training uses the
+   first gold answer (training files have one; dev files used for training have several, and Hugging Face's
+   `run_qa.py` also takes the first).
 4. `token_is_max_context`: a piece in several windows counts only in the one where
    `min(left context, right context) + 0.01 * window length` is largest (the first on ties).
 
