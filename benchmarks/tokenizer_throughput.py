@@ -1,13 +1,18 @@
-"""Texts per second: our in-graph BertTokenizer (tf.data, batched, parallel) vs `tokenizers.encode_batch`.
+"""Texts per second: our in-graph tokenizer (tf.data, batched, parallel) vs `tokenizers.encode_batch`.
 
-Both tokenize GLUE SST-2 train (67,349 sentences) with the same uncased vocab, without special tokens,
-truncation or padding, in the same process on the same machine; each is timed as the best of a few
-repeats after a warm-up, and the ids are checked to be identical.
+Both tokenize GLUE SST-2 train (67,349 sentences) without special tokens, truncation or padding, in the same
+process on the same machine; each is timed as the best of a few repeats after a warm-up, and the ids are
+checked to be identical. `--tokenizer=wordpiece` (default): our `BertTokenizer` and the uncased vocab;
+`sentencepiece`: ALBERT's `SentencepieceTokenizer` and `AlbertTokenizerFast`, with a 2,000-piece unigram model
+trained here on the sentences (ALBERT's options; no ALBERT `spiece.model` is reachable here). Ours is timed
+without offsets and with them (`--with_offsets`: SQuAD and tagging need them; `tokenizers` always computes them).
 
     python -m benchmarks.tokenizer_throughput [--data ../shared/data] [--repeats 3] [--batch_size 1024]
+    python -m benchmarks.tokenizer_throughput --tokenizer=sentencepiece --with_offsets
 """
 
 import argparse
+import functools
 import os
 import pathlib
 import time
@@ -20,6 +25,36 @@ def _sst2_train(data):
         rows = [line.rstrip("\n").split("\t") for line in f]
     column = rows[0].index("sentence")
     return [row[column] for row in rows[1:]]
+
+
+def _wordpiece_pair(data):
+    """Our BertTokenizer and `tokenizers`' on the uncased vocab (all-MiniLM-L6-v2's tokenizer.json)."""
+    import tokenizers
+
+    from official_bert.text import BertTokenizer
+
+    return (BertTokenizer(vocab_file=str(data / "bert-vocab" / "bert-base-uncased-vocab.txt")),
+            tokenizers.Tokenizer.from_file(str(data / "all-MiniLM-L6-v2" / "tokenizer.json")))
+
+
+def _sentencepiece_pair(texts):
+    """Our SentencepieceTokenizer and AlbertTokenizerFast's `tokenizers` backend, on a unigram model trained on
+    `texts` with ALBERT's options."""
+    import tempfile
+
+    import sentencepiece
+    import transformers
+
+    from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
+
+    directory = tempfile.mkdtemp(prefix="spiece_")
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_prefix=os.path.join(directory, "spiece"), vocab_size=2000,
+        model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
+        user_defined_symbols=["(", ")", '"', "-", ".", "–", "£", "€"], num_threads=2, minloglevel=2)
+    reference = transformers.AlbertTokenizerFast.from_pretrained(directory).backend_tokenizer
+    reference.encode_special_tokens = True  # literal "[SEP]" is text, as in ours
+    return SentencepieceTokenizer(model_file=os.path.join(directory, "spiece.model")), reference
 
 
 def _best_of(repeats, fn):
@@ -38,25 +73,28 @@ def main():
         "OFFICIAL_BERT_SHARED_DATA", default_data)))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch_size", type=int, default=1024)
+    parser.add_argument("--tokenizer", choices=["wordpiece", "sentencepiece"], default="wordpiece")
+    parser.add_argument("--with_offsets", action="store_true", help="also time ours with byte offsets")
     args = parser.parse_args()
 
     import tensorflow as tf
     import tokenizers
 
-    from official_bert.text import BertTokenizer
     from official_bert.text.dataset import tokenize_dataset
 
     texts = _sst2_train(args.data)
-    ours = BertTokenizer(vocab_file=str(args.data / "bert-vocab" / "bert-base-uncased-vocab.txt"))
-    reference = tokenizers.Tokenizer.from_file(str(args.data / "all-MiniLM-L6-v2" / "tokenizer.json"))
+    ours, reference = (_sentencepiece_pair(texts) if args.tokenizer == "sentencepiece" else _wordpiece_pair(args.data))
     reference.no_truncation()
     reference.no_padding()
     text_tensor = tf.constant(texts)
 
-    def run_ours():
-        batches = [(b.values.numpy(), b.row_splits.numpy())
-                   for b in tokenize_dataset(ours, text_tensor, batch_size=args.batch_size)]
-        return batches
+    def run_ours(with_offsets=False):
+        if with_offsets:  # the offsets are outputs (fetched), so the graph cannot prune their ops away
+            tokenizer = functools.partial(ours, with_offsets=True)
+            return [tuple(t.values.numpy() for t in b)
+                    for b in tokenize_dataset(tokenizer, text_tensor, batch_size=args.batch_size)]
+        return [(b.values.numpy(), b.row_splits.numpy())
+                for b in tokenize_dataset(ours, text_tensor, batch_size=args.batch_size)]
 
     def run_reference():
         return reference.encode_batch(texts, add_special_tokens=False)
@@ -65,15 +103,23 @@ def main():
     run_reference()
     ours_s, batches = _best_of(args.repeats, run_ours)
     ref_s, encodings = _best_of(args.repeats, run_reference)
+    if args.with_offsets:
+        run_ours(with_offsets=True)
+        offsets_s, _ = _best_of(args.repeats, lambda: run_ours(with_offsets=True))
 
     ours_ids = [values[splits[i]:splits[i + 1]].tolist() for values, splits in batches
                 for i in range(len(splits) - 1)]
     same = sum(a == e.ids for a, e in zip(ours_ids, encodings))
     print(f"SST-2 train: {len(texts)} texts, {os.cpu_count()} CPU cores, batch {args.batch_size}, "
           f"best of {args.repeats}")
-    print(f"  ours (tf.data, BertTokenizer):       {len(texts) / ours_s:12,.0f} texts/s  ({ours_s:.3f} s)")
-    print(f"  tokenizers {tokenizers.__version__} encode_batch:    {len(texts) / ref_s:12,.0f} texts/s  ({ref_s:.3f} s)")
-    print(f"  ratio ours / tokenizers: {ref_s / ours_s:.2f}x")
+    rows = [(f"ours (tf.data, {type(ours).__name__})", ours_s)]
+    if args.with_offsets:
+        rows.append(("ours with offsets", offsets_s))
+    rows.append((f"tokenizers {tokenizers.__version__} encode_batch", ref_s))
+    for label, seconds in rows:
+        print(f"  {label:42s}{len(texts) / seconds:12,.0f} texts/s  ({seconds:.3f} s)")
+    print(f"  ratio ours / tokenizers: {ref_s / ours_s:.2f}x"
+          + (f"; with offsets {ref_s / offsets_s:.2f}x" if args.with_offsets else ""))
     print(f"  identical ids: {same}/{len(texts)}")
 
 
