@@ -73,7 +73,8 @@ def main(argv):
               f"{layers}")
         importance.update(loss_increase=scores, kept=layers)
     settings = dict(student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
-                    hidden_weight=FLAGS.hidden_weight, target_sparsity=FLAGS.target_sparsity)
+                    hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight,
+                    target_sparsity=FLAGS.target_sparsity)
     if FLAGS.prune_heads:
         scores = head_importance(loaded.model, task.labeled_eval_batches(loaded, FLAGS.importance_examples))
         removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer

@@ -1,4 +1,5 @@
-"""Distillation losses: soft-target KL at a temperature (Hinton et al. 2015) and hidden-state MSE (TinyBERT)."""
+"""Distillation losses: soft-target KL at a temperature (Hinton et al. 2015), hidden-state and attention-score MSE
+(TinyBERT)."""
 
 from keras import ops
 
@@ -39,6 +40,14 @@ def hidden_state_loss(student_hidden, teacher_hidden, mask=None):
     per_position = ops.mean(ops.square(ops.cast(student_hidden, "float32") - ops.cast(teacher_hidden, "float32")),
                             axis=-1)  # (batch, seq)
     return _masked_mean(per_position, mask)
+
+
+def attention_score_loss(student_scores, teacher_scores, mask=None):
+    """Mean squared error between two layers' attention scores before the softmax (TinyBERT), each
+    (batch, heads, seq, seq) with the padded keys' scores 0, averaged over the heads, the keys and the query
+    positions where `mask` (batch, seq) is 1."""
+    squared = ops.square(ops.cast(student_scores, "float32") - ops.cast(teacher_scores, "float32"))
+    return _masked_mean(ops.mean(squared, axis=(1, 3)), mask)  # (batch, seq) queries
 
 
 def _masked_mean(values, mask):

@@ -95,13 +95,30 @@ class BertSelfAttention(keras.layers.Layer):
             return self.output_dense(context)  # (batch, seq, hidden)
         # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
         attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
-        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, kept heads, seq, seq)
-        scores = ops.cast(scores, "float32") + attention_bias
+        scores = self._scaled_scores(query, key) + attention_bias  # (batch, kept heads, seq, seq) float32
         probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, kept heads, head_size)
         return self.output_dense(context)  # (batch, seq, hidden)
+
+    def _scaled_scores(self, query, key):
+        """`q.k / sqrt(head_size)` in float32: (batch, kept heads, seq, seq)."""
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        return ops.cast(ops.einsum("bqnd,bknd->bnqk", query, key), "float32")
+
+    def attention_scores(self, hidden_states, attention_mask):
+        """The layer's attention scores before the softmax (TinyBERT's attention-distillation target), with the
+        padded keys' scores 0 instead of masked.
+
+        Args:
+            hidden_states: (batch, seq, hidden), the layer's input.
+            attention_mask: (batch, seq) int; 1 for real tokens.
+
+        Returns:
+            float32 (batch, kept heads, seq, seq).
+        """
+        scores = self._scaled_scores(self.query(hidden_states), self.key(hidden_states))
+        return scores * ops.cast(attention_mask, "float32")[:, None, None, :]
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return hidden_states_shape

@@ -23,8 +23,9 @@ class BertEncoder(keras.Model):
 
     Inputs (the TF-Hub BERT contract): a dict of int32 `input_word_ids`, `input_mask`, `input_type_ids`,
     each (batch, seq) with seq <= `max_position_embeddings`.
-    Outputs: a dict with `sequence_output` (batch, seq, hidden), `pooled_output` (batch, hidden) and
-    `encoder_outputs`, the list of every layer's (batch, seq, hidden) output (`num_hidden_layers` of them).
+    Outputs: a dict with `sequence_output` (batch, seq, hidden), `pooled_output` (batch, hidden),
+    `encoder_outputs`, the list of every layer's (batch, seq, hidden) output (`num_hidden_layers` of them), and
+    `embedding_output` (batch, seq, hidden), the first layer's input (transformers' `hidden_states[0]`).
 
     Args:
         config: a `BertConfig` (or its dict).
@@ -71,6 +72,7 @@ class BertEncoder(keras.Model):
         hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, embedding)
         if projection is not None:
             hidden_states = projection(hidden_states)  # (batch, seq, hidden)
+        embedding_output = hidden_states
         encoder_outputs = []
         per_layer = config.inner_group_num  # 1 outside ALBERT (its config checks that)
         for i in range(config.num_hidden_layers):
@@ -81,7 +83,7 @@ class BertEncoder(keras.Model):
         first_token = hidden_states[:, 0, :]  # (batch, hidden)
         pooled_output = pooler(first_token) if pooler is not None else first_token  # (batch, hidden)
         outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
-                   "encoder_outputs": encoder_outputs}
+                   "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         self.config = config

@@ -29,6 +29,7 @@ class DistillationTask(Task):
         alpha: weight of the task loss; 1 - alpha weighs the soft-target KL.
         temperature: softmax temperature of the soft targets.
         hidden_weight: weight of the hidden-state MSE between mapped layers (0: off).
+        attention_weight: weight of the attention-score MSE between mapped layers (TinyBERT; 0: off).
         target_sparsity: magnitude-prune the student's transformer kernels to this share of zeros along a
             polynomial schedule while it trains (0: off); `sparsity.json` in the model_dir reports it per kernel.
         pruned_heads: with `student_layers`, attention heads the student lacks (student layer -> original head
@@ -38,14 +39,14 @@ class DistillationTask(Task):
     needs_init_checkpoint = True
 
     def __init__(self, task, teacher_dir, student_layers=None, student_config=None, alpha=0.5, temperature=2.0,
-                 hidden_weight=0.0, target_sparsity=0.0, pruned_heads=None):
+                 hidden_weight=0.0, target_sparsity=0.0, pruned_heads=None, attention_weight=0.0):
         import dataclasses
 
         from official_bert.compression.distiller import check_settings
         from official_bert.compression.student import parse_layers, student_config as cut_config, uniform_layer_map
         from official_bert.config import BertConfig
 
-        check_settings(alpha, temperature, hidden_weight)
+        check_settings(alpha, temperature, hidden_weight, attention_weight)
 
         self.task, self.teacher_dir = task, teacher_dir
         self.kind, self.uses_pooler = task.kind, task.uses_pooler
@@ -80,6 +81,7 @@ class DistillationTask(Task):
             self.layer_map = uniform_layer_map(self.student_bert_config.num_hidden_layers, teacher_depth)
         self.student_config_file = student_config
         self.alpha, self.temperature, self.hidden_weight = alpha, temperature, hidden_weight
+        self.attention_weight = attention_weight
         if not 0.0 <= target_sparsity < 1.0:
             raise ValueError(f"--target_sparsity={target_sparsity} must be in [0, 1)")
         self.target_sparsity = target_sparsity
@@ -115,6 +117,7 @@ class DistillationTask(Task):
                 "distillation": {"teacher": os.path.abspath(self.teacher_dir), "student_layers": self.layers,
                                  "student_config": self.student_config_file, "alpha": self.alpha,
                                  "temperature": self.temperature, "hidden_weight": self.hidden_weight,
+                                 "attention_weight": self.attention_weight,
                                  "target_sparsity": self.target_sparsity,
                                  **({"pruned_heads": self.student_bert_config.to_dict()["pruned_heads"]}
                                     if self.student_bert_config.pruned_heads else {})}}
@@ -128,7 +131,8 @@ class DistillationTask(Task):
         student = self.task.build_model(bert_config)
         teacher = model_dirs.build_task_model(self.kind, self.teacher_config, self.teacher_info)
         self._distiller = Distiller(student, teacher, alpha=self.alpha, temperature=self.temperature,
-                                    hidden_weight=self.hidden_weight, layer_map=self.layer_map)
+                                    hidden_weight=self.hidden_weight, layer_map=self.layer_map,
+                                    attention_weight=self.attention_weight)
         return self._distiller
 
     def load_initial_weights(self, model, checkpoint):
@@ -150,7 +154,7 @@ class DistillationTask(Task):
             heads = f" keeping {kept} of {student.num_hidden_layers * student.num_attention_heads} attention heads"
         return (f"Distilling {self.teacher_dir} ({self.teacher_config.num_hidden_layers} layers) into a "
                 f"{student.num_hidden_layers}-layer student{heads}: alpha={self.alpha}, T={self.temperature}, "
-                f"hidden_weight={self.hidden_weight}")
+                f"hidden_weight={self.hidden_weight}, attention_weight={self.attention_weight}")
 
     def train_dataset(self, context):
         return self.task.train_dataset(context)

@@ -90,9 +90,10 @@ def test_encoder_inside_a_task_checkpoint_equals_transformers(models):
     outputs = encoder(inputs)
     assert len(outputs["encoder_outputs"]) == config.num_hidden_layers
     with torch.no_grad():
-        expected = reference.albert(**_torch(inputs))
+        expected = reference.albert(**_torch(inputs), output_hidden_states=True)
     _close(outputs["sequence_output"], expected.last_hidden_state)
     _close(outputs["pooled_output"], expected.pooler_output)
+    _close(outputs["embedding_output"], expected.hidden_states[0])  # after the E -> H projection
 
 
 def _all_positions():

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from official_bert.compression.losses import hidden_state_loss, logits_distillation_loss
+from official_bert.compression.losses import attention_score_loss, hidden_state_loss, logits_distillation_loss
 
 
 def _torch_kd(student, teacher, temperature):
@@ -53,3 +53,13 @@ def test_hidden_state_loss_matches_torch_mse_over_unmasked_positions():
     mask = np.array([[1, 1, 0], [1, 1, 1]])
     expected = F.mse_loss(torch.tensor(student[mask == 1]), torch.tensor(teacher[mask == 1])).item()
     assert float(hidden_state_loss(student, teacher, mask)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_attention_score_loss_matches_torch_mse_over_real_queries():
+    rng = np.random.default_rng(4)
+    student, teacher = rng.normal(size=(2, 2, 4, 3, 3)).astype("float32")  # (batch, heads, query, key)
+    mask = np.array([[1, 1, 0], [1, 1, 1]])
+    rows = lambda scores: torch.tensor(scores.transpose(0, 2, 1, 3)[mask == 1])  # noqa: E731 (real queries, heads, keys)
+    expected = F.mse_loss(rows(student), rows(teacher)).item()
+    assert float(attention_score_loss(student, teacher, mask)) == pytest.approx(expected, rel=1e-5)
+    assert float(attention_score_loss(student, student, mask)) == 0.0

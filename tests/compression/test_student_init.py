@@ -91,6 +91,31 @@ def test_distiller_trains_only_the_student_with_a_hidden_projection(teacher):
     np.testing.assert_allclose(distiller.predict(x, verbose=0), student(x), atol=1e-5)  # inference: the student
 
 
+def test_attention_loss_is_zero_for_a_copy_and_trains_a_cut_student(teacher):
+    """TinyBERT's attention loss: 0 between identical layers fed the same input; for a student of teacher layers
+    0 and 2, its layer 0 equals the teacher's (loss 0 there) and its layer 1 (teacher layer 2's weights on layer 0's
+    output) differs from teacher layer 2 (fed layer 1's output)."""
+    x = _inputs()
+    copy = Distiller(_student(teacher, [0, 1, 2, 3]), teacher, alpha=1.0, attention_weight=1.0,
+                     layer_map=[0, 1, 2, 3])
+    copy.compute_loss(x, np.array([0, 1, 2, 0]), copy._student_features(x, training=False), training=False)
+    assert float(copy.trackers["attention_loss"].result()) == pytest.approx(0.0, abs=1e-8)
+
+    keras.utils.set_random_seed(4)
+    distiller = Distiller(_student(teacher, [0, 2]), teacher, alpha=0.0, attention_weight=1.0, layer_map=[0, 2])
+    distiller.compile(optimizer=keras.optimizers.Adam(1e-2))
+    x8, y8 = _inputs(8), np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    history = distiller.fit(x8, y8, batch_size=8, epochs=3, verbose=0)
+    assert history.history["attention_loss"][0] > 0 and history.history["hidden_loss"][0] == 0
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    with pytest.raises(ValueError, match="as many heads on both sides"):
+        keras.utils.set_random_seed(5)
+        other = model_dirs.build_task_model(model_dirs.CLASSIFICATION, BertConfig(
+            vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=40), INFO)
+        Distiller(other, teacher, attention_weight=1.0, layer_map=[1, 3])
+
+
 def test_token_and_span_students(teacher):
     for kind, info in ((model_dirs.TAGGING, {"label_names": ["O", "B-X", "I-X"]}), (model_dirs.SQUAD, {})):
         keras.utils.set_random_seed(3)

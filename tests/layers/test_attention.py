@@ -1,5 +1,6 @@
 """BertSelfAttention's fused path (`keras.ops.dot_product_attention`, taken after `set_fused_attention(True)`) equals
-its float32 einsum path, and training with dropout keeps the latter."""
+its float32 einsum path, and training with dropout keeps the latter; `attention_scores` gives the scores that path
+softmaxes (TinyBERT's attention-distillation target)."""
 
 import keras
 import numpy as np
@@ -73,3 +74,17 @@ def test_training_with_attention_dropout_keeps_the_einsum_path(fused):
     without = _layer(0.1)(hidden, mask, training=True).numpy()  # the same weights and dropout seeds
     np.testing.assert_array_equal(with_switch, without)  # the same masks on the same path
     assert not np.allclose(with_switch, layer(hidden, mask, training=False).numpy())  # dropout was on
+
+
+def test_attention_scores_are_the_softmax_inputs_with_padded_keys_zero():
+    """Softmax over the real keys of `attention_scores`, applied to the values, gives the layer's output."""
+    hidden, mask = _inputs(1)
+    layer = _layer(0.0)
+    scores = np.asarray(layer.attention_scores(hidden, mask))  # (batch, heads, seq, seq)
+    assert scores.shape == (BATCH, HEADS, SEQ, SEQ) and not scores[0, :, :, 7:].any() and scores[0, :, :, :7].all()
+    masked = np.where(mask[:, None, None, :] == 1, scores, -np.inf)
+    probs = np.exp(masked - masked.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    context = np.einsum("bnqk,bknd->bqnd", probs, np.asarray(layer.value(hidden)))
+    np.testing.assert_allclose(np.asarray(layer.output_dense(context)), np.asarray(layer(hidden, mask)),
+                               atol=1e-5, rtol=0)

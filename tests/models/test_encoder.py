@@ -28,6 +28,8 @@ def test_outputs_follow_the_tf_hub_contract(tiny_config):
     assert outputs["pooled_output"].shape == (3, 32)
     assert len(outputs["encoder_outputs"]) == 2
     np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+    embedding = encoder.embeddings(_inputs(3, 7)["input_word_ids"], _inputs(3, 7)["input_type_ids"])
+    np.testing.assert_allclose(outputs["embedding_output"], embedding, atol=1e-6)  # the first layer's input
 
 
 @pytest.mark.parametrize("preset,expected", [("bert_base_uncased", 109_482_240), ("bert_large_uncased", 335_141_888)])
