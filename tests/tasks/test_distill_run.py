@@ -46,11 +46,12 @@ def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_di
     from official_bert.model_dir import load_model_dir
 
     student_dir = tmp_path / "student"
-    result = _distill(shared_data, teacher_dir, student_dir)
+    result = _distill(shared_data, teacher_dir, student_dir, "--hidden_weight=0.5", "--attention_weight=0.5")
     assert "eval results:" in result.stdout
     assert json.loads((student_dir / "eval_results.json").read_text())["num_examples"] == 408
-    run = json.loads((student_dir / "run.json").read_text())
-    assert run["task"]["distillation"]["student_layers"] == [0, 2] and run["task"]["distillation"]["alpha"] == 0.5
+    settings = json.loads((student_dir / "run.json").read_text())["task"]["distillation"]
+    assert settings["student_layers"] == [0, 2] and settings["alpha"] == 0.5
+    assert settings["hidden_weight"] == settings["attention_weight"] == 0.5
 
     loaded = load_model_dir(str(student_dir))
     assert loaded.kind == "classification" and loaded.config.num_hidden_layers == 2 and loaded.max_seq_length == 32
