@@ -6,6 +6,7 @@ import numpy as np
 
 from hf_references import run_qa_positions
 from official_bert.data.squad import SquadExample, read_squad_json
+from official_bert.data.tagging_dataset import build_windows
 from official_bert.labels import IGNORE_LABEL
 
 
@@ -95,3 +96,28 @@ def assert_squad_windows_equal_run_qa(features, examples, reference, seq_length,
             windows += 1
             answered += actual != (0, 0)
     return windows, answered
+
+
+def assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, seq_length):
+    """The tagger export's outputs `out` for `texts` (the last one empty, each other fitting one window) equal the
+    `EntityTagger`'s: logits of the same windows, the same words (spans), tags and entities.
+
+    Returns: the tagger's `split_words(texts)`, for family-specific checks.
+    """
+    split = tagger.split_words(texts)
+    windows = build_windows([pieces for pieces, _ in split], seq_length, tagger.tokenizer.get_special_tokens_dict())
+    assert list(windows.sentence) == list(range(len(texts) - 1))  # one window each; the empty text has none
+    np.testing.assert_allclose(out["logits"].numpy()[:len(texts) - 1], model(windows.inputs).numpy(), atol=1e-5,
+                               rtol=0)
+    tags = tagger._predict([pieces for pieces, _ in split])
+    for t, (_, spans) in enumerate(split):
+        n = int(out["num_words"][t])
+        assert n == len(spans) and [s.decode() for s in out["word_labels"][t, :n].numpy()] == tags[t]
+        assert list(zip(out["word_start"][t, :n].numpy(), out["word_end"][t, :n].numpy())) == spans
+    for t, entities in enumerate(tagger(texts)):
+        n = int(out["num_entities"][t])
+        exported = [{"type": out["entity_type"][t, k].numpy().decode(), "start": int(out["entity_start"][t, k]),
+                     "end": int(out["entity_end"][t, k]), "text": out["entity_text"][t, k].numpy().decode()}
+                    for k in range(n)]
+        assert exported == entities
+    return split

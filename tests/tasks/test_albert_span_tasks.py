@@ -17,8 +17,8 @@ from official_bert.data.conll import read_conll
 from official_bert.data.squad import build_features, read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
-from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagging_windows_equal_reference,
-                              conll_sentences, squad_sample)
+from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
+                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -118,26 +118,12 @@ def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(shared_data, 
     module = build_module(str(tmp_path / "model"), str(tmp_path))
     out = module.serving_default(tf.constant(texts))
     tagger = EntityTagger.from_model_dir(str(tmp_path / "model"))
-    split = tagger.split_words(texts)
-    # words start at "▁" pieces and at the user-defined symbols ( ) " - . ; the export's words are the tagger's
+    model = model_dirs.load_model_dir(str(tmp_path / "model")).model
+    split = assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, TAG_SEQ)
+    # words start at "▁" pieces and at the user-defined symbols ( ) " - .
     assert [texts[0][a:b] for a, b in split[0][1]] == ["Peter", "Blackburn", "flew", "to", "Brussels", "."]
     assert [texts[1][a:b] for a, b in split[1][1]][1:6] == ["EU", "(", "Brussels", ")", "rejects"]
     assert [texts[3][a:b] for a, b in split[3][1]] == ["EU", "Werner", "Zwingmann", "said", "."]
-    loaded = model_dirs.load_model_dir(str(tmp_path / "model"))
-    windows = build_windows([pieces for pieces, _ in split], TAG_SEQ, tagger.tokenizer.get_special_tokens_dict())
-    assert list(windows.sentence) == [0, 1, 2, 3]  # every text fits one window; the empty one has none
-    np.testing.assert_allclose(out["logits"].numpy()[:4], loaded.model(windows.inputs).numpy(), atol=1e-5, rtol=0)
-    tags = tagger._predict([pieces for pieces, _ in split])
-    for t, (text, (_, spans)) in enumerate(zip(texts, split)):
-        n = int(out["num_words"][t])
-        assert n == len(spans) and [s.decode() for s in out["word_labels"][t, :n].numpy()] == tags[t]
-        assert list(zip(out["word_start"][t, :n].numpy(), out["word_end"][t, :n].numpy())) == spans
-    for t, entities in enumerate(tagger(texts)):
-        n = int(out["num_entities"][t])
-        exported = [{"type": out["entity_type"][t, k].numpy().decode(), "start": int(out["entity_start"][t, k]),
-                     "end": int(out["entity_end"][t, k]), "text": out["entity_text"][t, k].numpy().decode()}
-                    for k in range(n)]
-        assert exported == entities
     version = export(str(tmp_path / "model"), str(tmp_path / "export"))
     _session_loader_check(shared_data, version)
     # LiteRT: the offsets need ops it has no kernel for, and the conversion names them; token ids convert

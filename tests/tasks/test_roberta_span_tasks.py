@@ -17,8 +17,8 @@ from official_bert.data.conll import read_conll
 from official_bert.data.squad import SquadExample, build_features
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
-from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagging_windows_equal_reference,
-                              conll_sentences, squad_sample)
+from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
+                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -121,17 +121,8 @@ def test_tagging_runs_from_roberta_and_its_export_tags_as_the_model(ner_run, tmp
     out = module.serving_default(tf.constant(texts))
     tagger = EntityTagger.from_model_dir(str(root / "model"))
     assert tagger.layout == "roberta"
-    split = tagger.split_words(texts)
-    # the export's words are the tagger's: the same spans, and the tags from the same logits
-    loaded = model_dirs.load_model_dir(str(root / "model"))
-    windows = build_windows([pieces for pieces, _ in split], TAG_SEQ, tagger.tokenizer.get_special_tokens_dict())
-    assert list(windows.sentence) == [0, 1, 2, 3]  # every text fits one window; the empty one has none
-    np.testing.assert_allclose(out["logits"].numpy()[:4], loaded.model(windows.inputs).numpy(), atol=1e-5, rtol=0)
-    tags = tagger._predict([pieces for pieces, _ in split])
-    for t, (text, (_, spans)) in enumerate(zip(texts, split)):
-        n = int(out["num_words"][t])
-        assert n == len(spans) and [s.decode() for s in out["word_labels"][t, :n].numpy()] == tags[t]
-        assert list(zip(out["word_start"][t, :n].numpy(), out["word_end"][t, :n].numpy())) == spans
+    model = model_dirs.load_model_dir(str(root / "model")).model
+    split = assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, TAG_SEQ)
     assert split[0][1] == [(0, 5), (6, 15), (16, 20), (21, 23), (24, 33)]  # "Brussels." is one word, as in HF
     # whitespace pieces start no word and widen no span; a lone "Ġ" before "Zw" (no "ĠZw" in this vocab) is the
     # first piece of "Zwingmann", as in training
@@ -139,12 +130,6 @@ def test_tagging_runs_from_roberta_and_its_export_tags_as_the_model(ner_run, tmp
     assert split[1][0][0] == word_pieces(tagger.tokenizer, [["The"]], layout="roberta")[0][0]
     zwingmann = word_pieces(tagger.tokenizer, [["Zwingmann"]], layout="roberta")[0][0]
     assert split[1][0][7][:len(zwingmann)] == zwingmann and tagger.tokenizer.get_vocab()[zwingmann[0]] == "\u0120"
-    for t, entities in enumerate(tagger(texts)):
-        n = int(out["num_entities"][t])
-        exported = [{"type": out["entity_type"][t, k].numpy().decode(), "start": int(out["entity_start"][t, k]),
-                     "end": int(out["entity_end"][t, k]), "text": out["entity_text"][t, k].numpy().decode()}
-                    for k in range(n)]
-        assert exported == entities
 
 
 @pytest.fixture(scope="module")
