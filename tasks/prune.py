@@ -65,9 +65,11 @@ def main(argv):
     depth = loaded.config.num_hidden_layers
     layers = list(range(depth))
     importance = {}
-    if FLAGS.keep_layers is not None and FLAGS.keep_layers != depth:
+    cuts_layers = FLAGS.keep_layers is not None and FLAGS.keep_layers != depth
+    batches = task.labeled_eval_batches(loaded, FLAGS.importance_examples) if cuts_layers or FLAGS.prune_heads else None
+    if cuts_layers:
         scores = layer_importance(loaded.model, lambda config: model_dirs.build_task_model(
-            loaded.kind, config, loaded.info), task.labeled_eval_batches(loaded, FLAGS.importance_examples))
+            loaded.kind, config, loaded.info), batches)
         layers = layers_to_keep(scores, FLAGS.keep_layers)
         print(f"layer importance (dev loss increase without the layer): {[round(s, 4) for s in scores]}; keeping "
               f"{layers}")
@@ -76,7 +78,7 @@ def main(argv):
                     hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight,
                     target_sparsity=FLAGS.target_sparsity)
     if FLAGS.prune_heads:
-        scores = head_importance(loaded.model, task.labeled_eval_batches(loaded, FLAGS.importance_examples))
+        scores = head_importance(loaded.model, batches)
         removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer
         pruned_heads = pruned_config(student_config(loaded.config, layers), removed).pruned_heads
         rounded = [[round(s, 4) for s in row if s is not None] for row in scores]

@@ -86,15 +86,14 @@ class SquadTask(Task):
         `num_examples` questions (those whose answer is found), for the `model_dir.LoadedModelDir` `loaded`."""
         import tensorflow as tf
 
-        from official_bert.data.squad import build_features
         from official_bert.text.preprocessing import tokenizer_from_files
 
         examples, source = self._read("predict")
         if examples is None:
             raise ValueError("the importance of SQuAD layers and heads is measured on --predict_file (or --tfds_name)")
         tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
-        features, _ = build_features(examples[:num_examples], tokenizer, loaded.max_seq_length, self.doc_stride,
-                                     self.max_query_length, is_training=True, layout=loaded.config.packing_layout)
+        features, _ = self._features(examples[:num_examples], tokenizer, loaded.max_seq_length,
+                                     loaded.config.packing_layout, source, is_training=True)
         targets = {"start_logits": features.start_positions, "end_logits": features.end_positions}
         return tf.data.Dataset.from_tensor_slices((features.inputs, targets)).batch(batch_size)
 
@@ -110,19 +109,19 @@ class SquadTask(Task):
     def training_settings(self):
         return {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length}
 
-    def _features(self, examples, context, source, is_training):
+    def _features(self, examples, tokenizer, max_seq_length, layout, source, is_training):
         from official_bert.data.squad import build_features
 
-        features, stats = build_features(examples, context.tokenizer, context.config.max_seq_length, self.doc_stride,
-                                         self.max_query_length, is_training=is_training,
-                                         layout=context.bert_config.packing_layout)
+        features, stats = build_features(examples, tokenizer, max_seq_length, self.doc_stride, self.max_query_length,
+                                         is_training=is_training, layout=layout)
         logger.info("%s: %s", source, ", ".join(f"{k}={v}" for k, v in stats.items() if k != "mismatched_qas_ids"))
         return features, stats
 
     def train_dataset(self, context):
         from official_bert.data.squad import squad_dataset
 
-        features, stats = self._features(self.train, context, self.train_source, is_training=True)
+        features, stats = self._features(self.train, context.tokenizer, context.config.max_seq_length,
+                                         context.bert_config.packing_layout, self.train_source, is_training=True)
         check_training_examples(self.train_source, stats["examples"] - stats["skipped_examples"], stats["examples"],
                                 what="questions", why="answer not found in the context")
         config = context.config
@@ -139,7 +138,8 @@ class SquadTask(Task):
         from official_bert.metrics.squad import evaluate
 
         examples = self.predictions_of
-        features, stats = self._features(examples, context, self.predict_source, is_training=False)
+        features, stats = self._features(examples, context.tokenizer, context.config.max_seq_length,
+                                         context.bert_config.packing_layout, self.predict_source, is_training=False)
         outputs = model.predict(squad_dataset(features, context.config.eval_batch_size, is_training=False), verbose=0)
         predictions = postprocess(examples, features, outputs["start_logits"], outputs["end_logits"],
                                   n_best_size=self.n_best_size, max_answer_length=self.max_answer_length,

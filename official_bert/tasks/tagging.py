@@ -67,18 +67,24 @@ class TaggingTask(Task):
         `model_dir.LoadedModelDir` `loaded` (labels on each word's first piece, `IGNORE_LABEL` elsewhere)."""
         import tensorflow as tf
 
-        from official_bert.data.tagging_dataset import build_windows, word_pieces
         from official_bert.text.preprocessing import tokenizer_from_files
 
-        labels = loaded.info["label_names"]
-        examples = self._read(self.eval_split, label_set=labels)
-        tokenizer = tokenizer_from_files(loaded.vocab_file, loaded.lower_case)
-        label_ids = {tag: i for i, tag in enumerate(labels)}
-        windows = build_windows(word_pieces(tokenizer, examples.words[:num_examples],
-                                            layout=loaded.config.packing_layout),
-                                loaded.max_seq_length, tokenizer.get_special_tokens_dict(),
-                                labels=[[label_ids[t] for t in tags] for tags in examples.tags[:num_examples]])
+        examples = self._read(self.eval_split, label_set=loaded.info["label_names"])
+        windows = self._labeled_windows(tokenizer_from_files(loaded.vocab_file, loaded.lower_case),
+                                        loaded.config.packing_layout, loaded.max_seq_length,
+                                        examples.words[:num_examples], examples.tags[:num_examples],
+                                        loaded.info["label_names"])
         return tf.data.Dataset.from_tensor_slices((windows.inputs, windows.labels)).batch(batch_size)
+
+    @staticmethod
+    def _labeled_windows(tokenizer, layout, seq_length, words, tags, labels):
+        """`tagging_dataset.build_windows` of sentences `words` with their `tags` (label ids from `labels`)."""
+        from official_bert.data.tagging_dataset import build_windows, word_pieces
+
+        label_ids = {tag: i for i, tag in enumerate(labels)}
+        return build_windows(word_pieces(tokenizer, words, layout=layout), seq_length,
+                             tokenizer.get_special_tokens_dict(),
+                             labels=[[label_ids[t] for t in sentence_tags] for sentence_tags in tags])
 
     def task_info(self):
         return {"task": "ner", "label_names": self.labels, "num_labels": len(self.labels)}
@@ -92,15 +98,12 @@ class TaggingTask(Task):
         return {"tag_scheme": self.tag_scheme}
 
     def train_dataset(self, context):
-        from official_bert.data.tagging_dataset import build_windows, tagging_dataset, word_pieces
+        from official_bert.data.tagging_dataset import tagging_dataset
 
-        config, tokenizer = context.config, context.tokenizer
+        config = context.config
         check_training_examples(self.train_sources()[0], len(self.train), len(self.train), what="sentences")
-        label_ids = {tag: i for i, tag in enumerate(self.labels)}
-        windows = build_windows(word_pieces(tokenizer, self.train.words, layout=context.bert_config.packing_layout),
-                                config.max_seq_length,
-                                tokenizer.get_special_tokens_dict(),
-                                labels=[[label_ids[t] for t in tags] for tags in self.train.tags])
+        windows = self._labeled_windows(context.tokenizer, context.bert_config.packing_layout, config.max_seq_length,
+                                        self.train.words, self.train.tags, self.labels)
         logger.info("%d training sentences make %d windows", len(self.train), len(windows))
 
         def make_dataset(batch_size):

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.text.ragged_ops import row_ids
+from official_bert.text.sentencepiece_model import NORMAL, USER_DEFINED
 
 _SPACE = ord(" ")
 _QUOTE = ord('"')
@@ -53,7 +54,7 @@ class SentencepieceOffsets:
         self._out_splits = np.cumsum([0] + [len(o) for o in outputs] + ([0] if not keys else []), dtype=np.int32)
         self._out_values = np.asarray(sum(outputs, []) or [0], np.int32)  # (characters,)
         single = sorted({ord(p) for p, t in zip(kernel_model.pieces, kernel_model.types)
-                         if len(p) == 1 and t in (1, 4)})  # NORMAL and USER_DEFINED pieces of one character
+                         if len(p) == 1 and t in (NORMAL, USER_DEFINED)})  # one-character pieces the kernel matches
         self._single_piece_chars = np.asarray(single or [-1], np.int32)
         counts = [len(p.replace("\u2581", "")) for p in kernel_model.pieces]
         counts[unk_id] = 1

@@ -5,8 +5,8 @@ compiled from the `spiece.model` (`sentencepiece_model.py`: ALBERT's normalizati
 user-defined symbols as added tokens); core ops map the extra pieces back to their ids and fuse runs of
 `<unk>` as `tokenizers` does; `sentencepiece_offsets.py` maps the pieces back to input bytes. Packed by
 `official_bert.text.Preprocessor` (layout "bert": `[CLS] A [SEP] B [SEP]`, type ids 0 then 1, `<pad>` padding), it
-gives `AlbertTokenizerFast(a, b, truncation="longest_first",
-padding="max_length")`'s inputs; the graph runs in TFLite with tensorflow-text's custom-op registrar (no Flex).
+gives `AlbertTokenizerFast(a, b, truncation="longest_first", padding="max_length")`'s inputs; the graph runs in
+TFLite with tensorflow-text's custom-op registrar (no Flex).
 """
 
 import base64
