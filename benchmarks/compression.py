@@ -2,9 +2,9 @@
 
 Rows: the teacher (all-MiniLM-L6-v2 fine-tuned with `tasks.run_classifier`); a 3-layer student cut from it
 (layers 0, 2, 4) fine-tuned on the labels only (`tasks.distill --alpha=1`); the same student distilled
-(`tasks.distill`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8 SavedModel
-(`export.saved_model --precision=int8`); its full-int8 TFLite (`export.tflite --quantize=full_int8`, calibrated
-on training texts); the teacher with half its layers pruned by dev importance and fine-tuned (`tasks.prune`).
+(`tasks.distill --cache_teacher`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8
+SavedModel (`export.saved_model --precision=int8`); its full-int8 TFLite (`export.tflite --quantize=full_int8`,
+calibrated on training texts); the teacher with half its layers pruned by dev importance and fine-tuned (`tasks.prune`).
 Columns: dev accuracy and F1, size on disk of the export, parameters, raw-text batch-1 p50 latency and batch-32
 throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT), and ratios to the teacher.
 
@@ -126,7 +126,7 @@ def run_task(task, args, rows):
         for name, alpha in (("labels_only", 1.0), ("distilled", 0.5)):
             student = os.path.join(work, f"{name}_seed{seed}")
             _train("tasks.distill", student, f"--teacher={teacher}", "--student_layers=0,2,4", f"--alpha={alpha}",
-                   f"--seed={seed}", *common)
+                   "--cache_teacher", f"--seed={seed}", *common)
             row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n),
                 _saved_model_row)
     row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"), _saved_model_row)

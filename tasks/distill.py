@@ -11,7 +11,8 @@ The teacher's task.json says the task (a GLUE task, CoNLL tagging or SQuAD), its
 the student reads the teacher's vocab. The student is cut from the teacher (`--student_layers`: its embeddings,
 those layers, pooler and head) or fresh from a `--student_config`, and trained on
 `alpha * task loss + (1 - alpha) * T^2 * KL(teacher || student)` (+ `--hidden_weight` x hidden-state MSE,
-+ `--attention_weight` x attention-score MSE between mapped layers, TinyBERT's).
++ `--attention_weight` x attention-score MSE between mapped layers, TinyBERT's). The teacher runs in every step,
+or once over the first epoch with `--cache_teacher` (the logits losses only).
 --model_dir gets a normal model_dir of the teacher's kind (resumable, evaluated like every run), which
 `export.saved_model`, `export.tflite` and the task's own entry point (`--do_train=false`) take.
 """
@@ -34,6 +35,8 @@ flags.DEFINE_float("hidden_weight", 0.0, "Weight of the MSE between the student'
                    "states (through a learned projection when the widths differ); 0: off.")
 flags.DEFINE_float("attention_weight", 0.0, "Weight of the MSE between the student's and mapped teacher layers' "
                    "attention scores before the softmax (TinyBERT; the same number of heads on both sides); 0: off.")
+flags.DEFINE_bool("cache_teacher", False, "Run the teacher once over the first epoch and train on its stored logits "
+                  "(faster over several epochs; not with --hidden_weight or --attention_weight).")
 flags.DEFINE_string("data_dir", None, "Classification: the GLUE task's TSV directory (default: tensorflow-datasets). "
                     "Tagging: the CoNLL directory.")
 flags.DEFINE_enum("tag_scheme", "iob2", ["iob1", "iob2"], "Tagging: the CoNLL files' scheme.")
@@ -91,7 +94,8 @@ def main(argv):
     info = model_dirs.read_task_info(FLAGS.teacher)
     task = DistillationTask(teacher_task(info), FLAGS.teacher, student_layers=FLAGS.student_layers,
                             student_config=FLAGS.student_config, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
-                            hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight)
+                            hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight,
+                            cache_teacher=FLAGS.cache_teacher)
     run(task, student_run_config(info["max_seq_length"]))
 
 

@@ -76,7 +76,7 @@ def main(argv):
         importance.update(loss_increase=scores, kept=layers)
     settings = dict(student_layers=layers, alpha=FLAGS.alpha, temperature=FLAGS.temperature,
                     hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight,
-                    target_sparsity=FLAGS.target_sparsity)
+                    target_sparsity=FLAGS.target_sparsity, cache_teacher=FLAGS.cache_teacher)
     if FLAGS.prune_heads:
         scores = head_importance(loaded.model, batches)
         removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer

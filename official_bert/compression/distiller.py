@@ -5,6 +5,7 @@ from keras import ops
 
 from official_bert.compression.losses import (attention_score_loss, hidden_state_loss, logits_distillation_loss,
                                               output_pairs, task_loss)
+from official_bert.compression.teacher_cache import TEACHER_LOGITS
 from official_bert.models.distribution import reducible_across_workers
 
 
@@ -47,13 +48,15 @@ class Distiller(keras.Model):
     scores (TinyBERT) when those weights are positive.
 
     Calling the distiller runs the student alone (evaluation and prediction see the student); training runs the
-    frozen teacher (inference mode, no dropout) on the same batch. Soft targets cover every logits output of the
-    task model: a classifier's classes, a tagger's labels per token (padding excluded), a span labeler's start
-    and end positions; a regression score is matched by squared error. For the hidden-state loss, student layer i
-    imitates teacher layer `layer_map[i]`, through a learned linear projection when the widths differ (TinyBERT).
-    For the attention loss, student layer i's scores before the softmax imitate teacher layer `layer_map[i]`'s
-    (the same number of heads); they are recomputed from each layer's input (its query and key projections again:
-    an extra cost of about two projections and one score product per mapped layer on each side).
+    frozen teacher (inference mode, no dropout) on the same batch, or, when the batch's inputs carry
+    `teacher_cache.TEACHER_LOGITS` (`--cache_teacher`, logits losses only), takes the teacher's logits from there.
+    Soft targets cover every logits output of the task model: a classifier's classes, a tagger's labels per token
+    (padding excluded), a span labeler's start and end positions; a regression score is matched by squared error.
+    For the hidden-state loss, student layer i imitates teacher layer `layer_map[i]`, through a learned linear
+    projection when the widths differ (TinyBERT). For the attention loss, student layer i's scores before the
+    softmax imitate teacher layer `layer_map[i]`'s (the same number of heads); they are recomputed from each
+    layer's input (its query and key projections again: an extra cost of about two projections and one score
+    product per mapped layer on each side).
 
     Args:
         student: a task model (`TaskModel`) with `.encoder`; its `default_loss()` is the task loss.
@@ -108,13 +111,15 @@ class Distiller(keras.Model):
                          for name in ("task_loss", "distill_loss", "hidden_loss", "attention_loss")}
 
     def call(self, inputs, training=False):
+        inputs = {name: value for name, value in inputs.items() if name != TEACHER_LOGITS}
         if training and self.uses_layers:  # the logits and layer states of one pass, for compute_loss
             return self._student_features(inputs, training=True)
         return self.student(inputs, training=training)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The weighted sum of the losses, from the student's forward pass (`y_pred`: its outputs, or with the
-        layer losses `{"logits", "embedding", "hidden"}`) and a teacher pass made here."""
+        layer losses `{"logits", "embedding", "hidden"}`) and a teacher pass made here (or its cached logits in
+        `x`; none at alpha 1 without layer losses)."""
         mask = x["input_mask"]  # (batch, seq)
         hidden = attention = ops.zeros(())
         if self.uses_layers:
@@ -133,13 +138,16 @@ class Distiller(keras.Model):
                     attention = attention + attention_score_loss(s_layer.attention_scores(s_input, mask), t_scores,
                                                                  mask)
             hidden, attention = hidden / len(self.layer_map), attention / len(self.layer_map)
-        else:
+        elif TEACHER_LOGITS in x:
+            teacher_logits = x[TEACHER_LOGITS]
+        elif self.alpha < 1.0:  # (alpha 1, labels only: no teacher pass)
             teacher_logits = self.teacher(x, training=False)
-        teacher_logits = keras.tree.map_structure(ops.stop_gradient, teacher_logits)
         hard = task_loss(self.task_loss, self.task_loss_weights, y, y_pred)
-        soft = 0.0
-        for s, t in output_pairs(y_pred, teacher_logits):
-            soft = soft + logits_distillation_loss(s, t, self.temperature, mask if len(s.shape) == 3 else None)
+        soft = ops.zeros(())
+        if self.alpha < 1.0:
+            teacher_logits = keras.tree.map_structure(ops.stop_gradient, teacher_logits)
+            for s, t in output_pairs(y_pred, teacher_logits):
+                soft = soft + logits_distillation_loss(s, t, self.temperature, mask if len(s.shape) == 3 else None)
         total = (self.alpha * hard + (1.0 - self.alpha) * soft + self.hidden_weight * hidden
                  + self.attention_weight * attention)
         self.loss_tracker.update_state(total)

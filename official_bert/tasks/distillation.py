@@ -34,12 +34,15 @@ class DistillationTask(Task):
             polynomial schedule while it trains (0: off); `sparsity.json` in the model_dir reports it per kernel.
         pruned_heads: with `student_layers`, attention heads the student lacks (student layer -> original head
             indices, `BertConfig.pruned_heads`); the copy from the teacher takes the kept heads' slices.
+        cache_teacher: run the teacher once over the first epoch and train on its stored logits
+            (`compression.teacher_cache`) instead of a teacher pass in every step; the logits losses only.
     """
 
     needs_init_checkpoint = True
 
     def __init__(self, task, teacher_dir, student_layers=None, student_config=None, alpha=0.5, temperature=2.0,
-                 hidden_weight=0.0, target_sparsity=0.0, pruned_heads=None, attention_weight=0.0):
+                 hidden_weight=0.0, target_sparsity=0.0, pruned_heads=None, attention_weight=0.0,
+                 cache_teacher=False):
         import dataclasses
 
         from official_bert.compression.distiller import check_settings
@@ -47,6 +50,9 @@ class DistillationTask(Task):
         from official_bert.config import BertConfig
 
         check_settings(alpha, temperature, hidden_weight, attention_weight)
+        if cache_teacher and (hidden_weight > 0 or attention_weight > 0):
+            raise ValueError("--cache_teacher stores the teacher's logits only; the hidden-state and attention losses "
+                             "(--hidden_weight, --attention_weight) need its layers in every step")
 
         self.task, self.teacher_dir = task, teacher_dir
         self.kind, self.uses_pooler = task.kind, task.uses_pooler
@@ -85,6 +91,8 @@ class DistillationTask(Task):
         if not 0.0 <= target_sparsity < 1.0:
             raise ValueError(f"--target_sparsity={target_sparsity} must be in [0, 1)")
         self.target_sparsity = target_sparsity
+        self.cache_teacher = cache_teacher
+        self._num_train_examples = None  # set by train_dataset, for the teacher cache
         self._distiller = None  # built by build_model; the pruning callback needs its student
 
     def model_config(self):
@@ -154,16 +162,38 @@ class DistillationTask(Task):
             heads = f" keeping {kept} of {student.num_hidden_layers * student.num_attention_heads} attention heads"
         return (f"Distilling {self.teacher_dir} ({self.teacher_config.num_hidden_layers} layers) into a "
                 f"{student.num_hidden_layers}-layer student{heads}: alpha={self.alpha}, T={self.temperature}, "
-                f"hidden_weight={self.hidden_weight}, attention_weight={self.attention_weight}")
+                f"hidden_weight={self.hidden_weight}, attention_weight={self.attention_weight}"
+                + (", teacher logits cached once" if self.cache_teacher else ""))
 
     def train_dataset(self, context):
-        return self.task.train_dataset(context)
+        num_examples, make_batches = self.task.train_dataset(context)
+        self._num_train_examples = num_examples
+        return num_examples, make_batches
 
     def train_steps(self, config, num_examples):
         return self.task.train_steps(config, num_examples)
 
     def resumable_stream(self, make_batches, context):
+        """The task's stream; with `cache_teacher`, its batches carry the teacher's logits, cached on first use."""
+        if self.cache_teacher and self.alpha < 1.0:  # (alpha 1 trains on the labels alone)
+            make_batches = self._with_teacher_logits(make_batches, context.config.max_seq_length)
         return self.task.resumable_stream(make_batches, context)
+
+    def _with_teacher_logits(self, make_batches, seq_length):
+        """`make_batches` whose batches carry `teacher_cache.TEACHER_LOGITS`; the first call runs the teacher."""
+        from official_bert.compression.teacher_cache import build_teacher_cache
+
+        cache = None
+
+        def make_batches_with_logits(batch_size):
+            nonlocal cache
+            if cache is None:
+                cache = build_teacher_cache(self._distiller.teacher, make_batches(batch_size),
+                                            self._num_train_examples, batch_size, seq_length,
+                                            per_piece=self.kind != model_dirs.CLASSIFICATION)
+            return cache.attach(make_batches(batch_size))
+
+        return make_batches_with_logits
 
     def compile_options(self):
         return self.task.compile_options()

@@ -63,6 +63,15 @@ def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_di
     np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-4)
 
 
+def test_distill_with_the_teacher_cached(shared_data, teacher_dir, tmp_path):
+    """--cache_teacher: the teacher runs once over MRPC's first training epoch (3,668 pairs, some identical)."""
+    result = _distill(shared_data, teacher_dir, tmp_path / "student", "--cache_teacher")
+    assert "Teacher logits cached: batch 459/459" in result.stderr
+    distinct = int(result.stderr.split("Cached the teacher's logits of ")[1].split()[0])
+    assert 3600 < distinct <= 3668
+    assert "eval results:" in result.stdout
+
+
 def loaded_inputs(loaded, text, text_b):
     from official_bert.text.preprocessing import text_preprocessor
 
@@ -83,7 +92,8 @@ def test_bad_distillation_settings_are_refused_before_anything_runs(shared_data,
 
     for kwargs, message in (({"student_layers": "0,3"}, "out of range"), ({}, "one of --student_layers"),
                             ({"student_layers": "0", "alpha": 1.5}, "--alpha"),
-                            ({"student_layers": "0", "temperature": 0}, "--temperature")):
+                            ({"student_layers": "0", "temperature": 0}, "--temperature"),
+                            ({"student_layers": "0", "hidden_weight": 1.0, "cache_teacher": True}, "logits only")):
         with pytest.raises(ValueError, match=message):
             DistillationTask(mrpc(), str(teacher_dir), **kwargs)
     with pytest.raises(ValueError, match="tagging"):
