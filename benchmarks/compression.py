@@ -14,6 +14,8 @@ throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT),
 
 Resumable: every training step is a model_dir of its own (resumed by the runner, skipped once evaluated),
 every measured row is kept in `<out>/rows.json`; running the same command again continues where it stopped.
+The speed columns are measured last, every row one after the other, once all models are trained; keep the
+machine quiet then (`--measure_speed_again` times every row again, e.g. after a run shared the machine).
 """
 
 import argparse
@@ -46,42 +48,53 @@ def _train(module, model_dir, *flags):
     return read_json(results)
 
 
-def _measure(call, columns, labels, latency_texts):
-    """Dev accuracy / F1, batch-1 p50 ms and batch-32 examples/s of `call(list of text columns) -> label ids`."""
+def _quality(call, columns, labels):
+    """Dev accuracy and F1 of `call(list of text columns) -> label ids`, in batches of 32."""
     from official_bert.metrics.glue import glue_metrics
 
     predicted = np.concatenate([call([c[i:i + 32] for c in columns]) for i in range(0, len(labels), 32)])
     metrics = glue_metrics(("accuracy", "f1"), labels, predicted)
-    single = per_call_times(call, [[c[i:i + 1] for c in columns] for i in range(min(latency_texts, len(labels)))])
-    full = [[c[i:i + 32] for c in columns] for i in range(0, min(len(labels), 32 * 8) - 31, 32)]
+    return {"accuracy": float(metrics["accuracy"]), "f1": float(metrics["f1"])}
+
+
+def _speed(call, columns, latency_texts):
+    """Batch-1 p50 ms over the first `latency_texts` dev examples and batch-32 examples/s over up to 8 batches."""
+    count = len(columns[0])
+    single = per_call_times(call, [[c[i:i + 1] for c in columns] for i in range(min(latency_texts, count))])
+    full = [[c[i:i + 32] for c in columns] for i in range(0, min(count, 32 * 8) - 31, 32)]
     throughput = 32 / np.median(per_call_times(call, full, warmup=1))
-    return {"accuracy": float(metrics["accuracy"]), "f1": float(metrics["f1"]),
-            "p50_ms": float(1000 * np.median(single)), "examples_per_s": float(throughput)}
+    return {"p50_ms": float(1000 * np.median(single)), "examples_per_s": float(throughput)}
 
 
-def _saved_model_row(version_dir, columns, labels, args):
+def _saved_model_call(version_dir, num_columns):
+    """`call(list of text columns) -> label ids` through a SavedModel's `serving_default` in TensorFlow."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
     serve = tf.saved_model.load(version_dir).signatures["serving_default"]
-    names = ["text", "text_b"][:len(columns)]
+    names = ["text", "text_b"][:num_columns]
 
     def call(batch):
         return serve(**{n: tf.constant(np.array(c, dtype=object)) for n, c in zip(names, batch)})["label_id"].numpy()
 
-    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": size_on_disk(version_dir) / 2**20}
+    return call
 
 
-def _tflite_row(path, columns, labels, args):
+def _tflite_call(path, num_columns):
+    """`call(list of text columns) -> label ids` through a .tflite's `serving_default` in LiteRT."""
     from export import tflite
 
     runner = tflite.interpreter(model_path=path).get_signature_runner("serving_default")
-    names = ["text", "text_b"][:len(columns)]
+    names = ["text", "text_b"][:num_columns]
 
     def call(batch):
         return runner(**{n: np.array(c, dtype=object) for n, c in zip(names, batch)})["label_id"]
 
-    return {**_measure(call, columns, labels, args.latency_texts), "size_mb": size_on_disk(path) / 2**20}
+    return call
+
+
+# How each row's export is served: its "format" in rows.json.
+CALLERS = {"saved_model": _saved_model_call, "tflite": _tflite_call}
 
 
 def _params(model_dir):
@@ -91,7 +104,8 @@ def _params(model_dir):
 
 
 def run_task(task, args, rows):
-    """Trains, exports and measures every row of one task into `rows` (name -> values), saving as it goes."""
+    """Trains and exports every row of one task, with its dev accuracy, size and parameters, into `rows` (name ->
+    values), saving as it goes; the speed columns come later (`measure_speed`)."""
     from export import tflite
     from export.saved_model import export
     from official_bert.data.glue import read_glue_tsv
@@ -99,17 +113,15 @@ def run_task(task, args, rows):
     work, data_dir = os.path.join(args.out, task), os.path.join(args.data, "glue", task)
     steps = [f"--num_train_steps={args.num_train_steps}"] if args.num_train_steps else []
     common = [f"--data_dir={data_dir}", f"--max_seq_length={args.max_seq_length}", "--checkpoint_steps=50", *steps]
-    dev = read_glue_tsv(task, os.path.join(data_dir, "dev.tsv"), "dev")
-    columns = [list(dev.text_a)] + ([list(dev.text_b)] if dev.text_b is not None else [])
-    labels = np.asarray(dev.labels)
-    if args.limit:
-        columns, labels = [c[:args.limit] for c in columns], labels[:args.limit]
+    columns, labels = _dev_set(task, args)
 
-    def row(name, model_dir, make_export, measure, params_dir=None):
+    def row(name, model_dir, make_export, export_format="saved_model"):
         key = f"{task}/{name}"
         if key not in rows:
             export_path = make_export()
-            rows[key] = {**measure(export_path, columns, labels, args), "params": _params(params_dir or model_dir)}
+            rows[key] = {**_quality(CALLERS[export_format](export_path, len(columns)), columns, labels),
+                         "size_mb": size_on_disk(export_path) / 2**20, "params": _params(model_dir),
+                         "export": export_path, "format": export_format}
             write_json(os.path.join(args.out, "rows.json"), rows)
             print(key, json.dumps(rows[key]), flush=True)
 
@@ -121,15 +133,14 @@ def run_task(task, args, rows):
     teacher = os.path.join(work, "teacher")
     _train("tasks.run_classifier", teacher, f"--task={task}", f"--init_checkpoint={args.teacher_checkpoint}",
            *common)
-    row("teacher", teacher, lambda: saved(teacher, "teacher"), _saved_model_row)
+    row("teacher", teacher, lambda: saved(teacher, "teacher"))
     for seed in range(42, 42 + args.seeds):
         for name, alpha in (("labels_only", 1.0), ("distilled", 0.5)):
             student = os.path.join(work, f"{name}_seed{seed}")
             _train("tasks.distill", student, f"--teacher={teacher}", "--student_layers=0,2,4", f"--alpha={alpha}",
                    "--cache_teacher", f"--seed={seed}", *common)
-            row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n),
-                _saved_model_row)
-    row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"), _saved_model_row)
+            row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n))
+    row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"))
     lite = os.path.join(work, "teacher_full_int8.tflite")
     if not os.path.isfile(lite):
         train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
@@ -138,10 +149,36 @@ def run_task(task, args, rows):
         with open(lite + ".tmp", "wb") as f:
             f.write(tflite.convert(saved(teacher, "teacher"), "serving_default", "full_int8", examples))
         os.replace(lite + ".tmp", lite)
-    row("full_int8_tflite", teacher, lambda: lite, _tflite_row)
+    row("full_int8_tflite", teacher, lambda: lite, "tflite")
     pruned = os.path.join(work, "layers_pruned_50")
     _train("tasks.prune", pruned, f"--teacher={teacher}", "--keep_layers=3", *common)
-    row("layers_pruned_50", pruned, lambda: saved(pruned, "layers_pruned_50"), _saved_model_row)
+    row("layers_pruned_50", pruned, lambda: saved(pruned, "layers_pruned_50"))
+
+
+def _dev_set(task, args):
+    """`(text columns, labels)` of the task's dev split (the first --limit examples)."""
+    from official_bert.data.glue import read_glue_tsv
+
+    dev = read_glue_tsv(task, os.path.join(args.data, "glue", task, "dev.tsv"), "dev")
+    columns = [list(dev.text_a)] + ([list(dev.text_b)] if dev.text_b is not None else [])
+    labels = np.asarray(dev.labels)
+    if args.limit:
+        columns, labels = [c[:args.limit] for c in columns], labels[:args.limit]
+    return columns, labels
+
+
+def measure_speed(task, args, rows, again=False):
+    """Batch-1 p50 latency and batch-32 throughput of each of the task's rows (those not measured yet, or all with
+    `again`), one after the other in this process, after every model is trained: one machine state for the
+    whole column."""
+    columns, _ = _dev_set(task, args)
+    for key, values in rows.items():
+        if key.startswith(task + "/") and (again or "p50_ms" not in values):
+            values.update(_speed(CALLERS[values["format"]](values["export"], len(columns)), columns,
+                                 args.latency_texts))
+            write_json(os.path.join(args.out, "rows.json"), rows)
+            print(key, f"p50 {values['p50_ms']:.2f} ms, {values['examples_per_s']:.1f} examples/s at batch 32",
+                  flush=True)
 
 
 def print_table(rows, task):
@@ -160,7 +197,7 @@ def print_table(rows, task):
             v = np.array([x[field] for x in values])
             return f"{v.mean():.4f}" + (f"±{v.std():.4f}" if len(v) > 1 else "")
 
-        mean = {f: float(np.mean([x[f] for x in values])) for f in values[0]}
+        mean = {f: float(np.mean([x[f] for x in values])) for f in values[0] if f not in ("export", "format")}
         print(f"{name + (f' (x{len(values)})' if len(values) > 1 else ''):<20} {stat('accuracy'):>15} {stat('f1'):>15} "
               f"{100 * mean['accuracy'] / teacher['accuracy']:>9.1f} {mean['size_mb']:>9.1f} {mean['params']:>10.0f} "
               f"{mean['p50_ms']:>7.2f} {teacher['p50_ms'] / mean['p50_ms']:>7.2f} {mean['examples_per_s']:>9.1f} "
@@ -181,13 +218,17 @@ def main():
     parser.add_argument("--latency_texts", type=int, default=100, help="Batch-1 requests timed per model.")
     parser.add_argument("--calibration_examples", type=int, default=200, help="Training texts full_int8 "
                         "calibrates on.")
+    parser.add_argument("--measure_speed_again", action="store_true", help="Time every row again (e.g. on a quiet "
+                        "machine), keeping the trained models and their accuracy.")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    check_same_flags(args.out, args, ignore=("out", "latency_texts"))
+    check_same_flags(args.out, args, ignore=("out", "latency_texts", "measure_speed_again"))
     path = os.path.join(args.out, "rows.json")
     rows = read_json(path) if os.path.isfile(path) else {}
     for task in args.tasks.split(","):
         run_task(task, args, rows)
+    for task in args.tasks.split(","):
+        measure_speed(task, args, rows, again=args.measure_speed_again)
     for task in args.tasks.split(","):
         print_table(rows, task)
 
