@@ -92,6 +92,12 @@ class RunConfig:
         steps = self.num_train_steps or math.ceil(num_examples * self.num_train_epochs / self.train_batch_size)
         return steps, int(steps * self.warmup_proportion)
 
+    def uses_xla(self):
+        """Whether the model compiles with XLA: `jit_compile`, or when None, on GPUs and TPUs."""
+        from official_bert.training import default_jit_compile
+
+        return default_jit_compile() if self.jit_compile is None else self.jit_compile
+
 
 @dataclasses.dataclass
 class RunContext:
@@ -292,15 +298,14 @@ def resumable_stream(make_batches, strategy, config):
 
 def _compile(model, config, total_steps, warmup_steps, options):
     from official_bert.optimization import create_optimizer
-    from official_bert.training import default_jit_compile
 
     if total_steps:
         optimizer = create_optimizer(config.learning_rate, total_steps, warmup_steps, config.optimizer,
                                      config.weight_decay, config.adam_epsilon)
     else:
         optimizer = "adam"  # unused: compiled only to predict
-    jit_compile = default_jit_compile() if config.jit_compile is None else config.jit_compile
-    model.compile(optimizer=optimizer, jit_compile=jit_compile, **options)  # the task model's own loss and metrics
+    # the task model's own loss and metrics
+    model.compile(optimizer=optimizer, jit_compile=config.uses_xla(), **options)
 
 
 def _writable(path):

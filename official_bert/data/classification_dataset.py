@@ -3,10 +3,11 @@
 import numpy as np
 import tensorflow as tf
 
-from official_bert.data.padding import trim_batch_padding
+from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_batch_padding
 
 
-def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_training, seed=0):
+def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_training, seed=0,
+                           length_multiple=XLA_LENGTH_MULTIPLE):
     """Builds a batched dataset of `(inputs, labels)` (or `inputs` alone when `labels` is None).
 
     Args:
@@ -16,9 +17,11 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
         preprocessor: an `official_bert.text.TextPreprocessor` (tokenizes and packs, in-graph).
         batch_size: batch size.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
-            forever, drop the last partial batch, and cut each batch to its longest pair rounded up to 32
-            pieces (`padding.trim_batch_padding`; the [CLS] output and loss do not change, the step gets cheaper).
+            forever, drop the last partial batch, and cut each batch to its longest pair rounded up to
+            `length_multiple` pieces (`padding.trim_batch_padding`; the [CLS] output and loss do not change, the
+            step gets cheaper).
         seed: shuffle seed.
+        length_multiple: see `is_training` (`padding.training_length_multiple`).
     """
     columns = {"text_a": np.asarray(text_a, dtype=object)}
     if text_b is not None:
@@ -38,5 +41,5 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
 
     dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if is_training:
-        dataset = trim_batch_padding(dataset)
+        dataset = trim_batch_padding(dataset, length_multiple)
     return dataset.prefetch(tf.data.AUTOTUNE)

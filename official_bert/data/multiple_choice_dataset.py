@@ -8,7 +8,7 @@ only (gather, reshape, comparisons): it runs in TF Serving and in TFLite.
 import numpy as np
 import tensorflow as tf
 
-from official_bert.data.padding import trim_inputs
+from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_inputs
 
 
 def pack_choices(preprocessor, contexts, choices):
@@ -52,7 +52,8 @@ def padded_choices(choices, num_choices=None):
         len(choices), num_choices)
 
 
-def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size, is_training, seed=0):
+def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size, is_training, seed=0,
+                            length_multiple=XLA_LENGTH_MULTIPLE):
     """Builds a batched dataset of `(inputs, labels)` (or `inputs` alone when `labels` is None).
 
     Args:
@@ -62,9 +63,10 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
         preprocessor: an `official_bert.text.TextPreprocessor`.
         batch_size: questions per batch.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
-            forever, drop the last partial batch, and cut each batch to its longest pair rounded up to 32 pieces
-            (the pooled output and loss do not change; the step gets cheaper).
+            forever, drop the last partial batch, and cut each batch to its longest pair rounded up to
+            `length_multiple` pieces (the pooled output and loss do not change; the step gets cheaper).
         seed: shuffle seed.
+        length_multiple: see `is_training` (`padding.training_length_multiple`).
 
     Returns:
         a `tf.data.Dataset` of the encoder's dict of int32 (batch, num_choices, seq) inputs (and int32 labels).
@@ -80,7 +82,7 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
     def pack(batch):
         inputs, _ = pack_choices(preprocessor, batch["context"], batch["choices"])
         if is_training:
-            inputs = trim_choice_padding(inputs, 32)
+            inputs = trim_choice_padding(inputs, length_multiple)
         return (inputs, batch["label"]) if "label" in batch else inputs
 
     return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

@@ -3,6 +3,19 @@
 import tensorflow as tf
 
 
+# A training batch's length is rounded up to a multiple of this many pieces under XLA, which compiles a program
+# per input shape: at most seq_length / 32 of them.
+XLA_LENGTH_MULTIPLE = 32
+
+
+def training_length_multiple(jit_compile):
+    """What a training batch's length is rounded up to: `XLA_LENGTH_MULTIPLE` pieces under XLA; 1 (its longest
+    sequence) without, where Keras traces its train step with `reduce_retracing` (a few traces, then one for any
+    length) and a step's cost follows the length (MRPC, batch 32: 97.3 pieces a batch on average rounded to 32,
+    79.9 exact)."""
+    return XLA_LENGTH_MULTIPLE if jit_compile else 1
+
+
 def trim_inputs(inputs, multiple=1):
     """Cuts one batch of encoder inputs to its longest sequence, rounded up to a multiple of `multiple` pieces.
 
@@ -21,14 +34,15 @@ def trim_inputs(inputs, multiple=1):
     return {name: values[:, :length] for name, values in inputs.items()}, length
 
 
-def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = 32, sequence_labels: bool = False) -> tf.data.Dataset:
+def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = XLA_LENGTH_MULTIPLE,
+                       sequence_labels: bool = False) -> tf.data.Dataset:
     """Shortens every batch to its longest sequence, rounded up to a multiple of `multiple` pieces.
 
     A padded position is masked out of attention and carries no label, so a model's outputs at the real pieces,
     a [CLS]-pooled output, and a loss over labeled pieces do not change (up to float rounding); the compute
-    falls with the length. Rounding up keeps the number of distinct shapes (retracing, XLA compilations) at
-    `seq_length / multiple`. Not for losses that take a softmax over all positions, padding included (the SQuAD
-    span loss, as Hugging Face's): there the padding changes the loss.
+    falls with the length. Rounding up keeps the number of distinct shapes (XLA compilations) at
+    `seq_length / multiple` (`training_length_multiple` chooses). Not for losses that take a softmax over all
+    positions, padding included (the SQuAD span loss, as Hugging Face's): there the padding changes the loss.
 
     Args:
         dataset: batches of `inputs` or `(inputs, labels)`; `inputs` is the encoder's dict of (batch, seq) int32

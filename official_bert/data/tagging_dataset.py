@@ -36,7 +36,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_bert.data.padding import trim_batch_padding
+from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_batch_padding
 from official_bert.labels import IGNORE_LABEL
 
 
@@ -235,16 +235,19 @@ def build_windows(pieces: Sequence[Sequence[Sequence[int]]], seq_length: int, sp
                           num_words=np.array([len(words) for words in pieces], np.int32).reshape(-1))
 
 
-def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool, seed: int = 0) -> tf.data.Dataset:
+def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool, seed: int = 0,
+                    length_multiple: int = XLA_LENGTH_MULTIPLE) -> tf.data.Dataset:
     """Batches of `(inputs, labels)` (or `inputs` alone without labels or when not training).
 
     Args:
         windows: from `build_windows`.
         batch_size: batch size.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
-            forever, drop the last partial batch, and cut each batch to its longest window rounded up to 32
-            pieces (`padding.trim_batch_padding`; the loss does not change, the step gets cheaper).
+            forever, drop the last partial batch, and cut each batch to its longest window rounded up to
+            `length_multiple` pieces (`padding.trim_batch_padding`; the loss does not change, the step gets
+            cheaper).
         seed: shuffle seed.
+        length_multiple: see `is_training` (`padding.training_length_multiple`).
     """
     features = dict(windows.inputs)
     if is_training:
@@ -252,7 +255,7 @@ def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool,
             raise ValueError("training needs labeled windows")
         dataset = tf.data.Dataset.from_tensor_slices((features, windows.labels))
         dataset = dataset.shuffle(len(windows), seed=seed, reshuffle_each_iteration=True).repeat()
-        return trim_batch_padding(dataset.batch(batch_size, drop_remainder=True),
+        return trim_batch_padding(dataset.batch(batch_size, drop_remainder=True), length_multiple,
                                   sequence_labels=True).prefetch(tf.data.AUTOTUNE)
     dataset = tf.data.Dataset.from_tensor_slices(features)
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -86,6 +86,7 @@ class ClassificationTask(Task):
 
     def train_dataset(self, context):
         from official_bert.data.classification_dataset import classification_dataset
+        from official_bert.data.padding import training_length_multiple
 
         train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
         check_training_examples(train.source, len(train.text_a), len(train.text_a) + train.num_skipped,
@@ -93,7 +94,8 @@ class ClassificationTask(Task):
 
         def make_dataset(batch_size):
             return classification_dataset(train.text_a, train.text_b, train.labels, packer, batch_size,
-                                          is_training=True, seed=config.seed)
+                                          is_training=True, seed=config.seed,
+                                          length_multiple=training_length_multiple(config.uses_xla()))
 
         return len(train.text_a), make_dataset
 

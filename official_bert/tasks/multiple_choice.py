@@ -83,13 +83,15 @@ class MultipleChoiceTask(Task):
 
     def train_dataset(self, context):
         from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
+        from official_bert.data.padding import training_length_multiple
 
         train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
         check_training_examples(train.source, len(train), len(train), what="questions")
 
         def make_dataset(batch_size):
             return multiple_choice_dataset(train.contexts, train.choices, train.labels, packer, batch_size,
-                                           is_training=True, seed=config.seed)
+                                           is_training=True, seed=config.seed,
+                                           length_multiple=training_length_multiple(config.uses_xla()))
 
         return len(train), make_dataset
 

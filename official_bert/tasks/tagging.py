@@ -98,6 +98,7 @@ class TaggingTask(Task):
         return {"tag_scheme": self.tag_scheme}
 
     def train_dataset(self, context):
+        from official_bert.data.padding import training_length_multiple
         from official_bert.data.tagging_dataset import tagging_dataset
 
         config = context.config
@@ -107,7 +108,8 @@ class TaggingTask(Task):
         logger.info("%d training sentences make %d windows", len(self.train), len(windows))
 
         def make_dataset(batch_size):
-            return tagging_dataset(windows, batch_size, is_training=True, seed=config.seed)
+            return tagging_dataset(windows, batch_size, is_training=True, seed=config.seed,
+                                   length_multiple=training_length_multiple(config.uses_xla()))
 
         return len(windows), make_dataset
 

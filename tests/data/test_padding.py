@@ -74,3 +74,24 @@ def test_tagging_and_classification_losses_do_not_change(tiny_config):
 
     classifier = BertClassifier(BertEncoder(tiny_config), 2)
     np.testing.assert_allclose(classifier(trimmed).numpy(), classifier(inputs).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile, multiple", [(False, 1), (True, 32)])
+def test_task_training_batches_are_cut_exactly_without_xla(shared_data, tmp_path, jit_compile, multiple):
+    """Without XLA a batch is cut to its longest pair (Keras traces the train step once for every length: the
+    stream's length dimension is unknown); under XLA, which compiles per shape, to a multiple of 32 pieces."""
+    from official_bert.runner import RunConfig, RunContext
+    from official_bert.tasks.classification import ClassificationTask
+
+    task = ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC"))
+    config = RunConfig(model_dir=str(tmp_path), jit_compile=jit_compile, max_seq_length=128)
+    task.read_data(config)
+    context = RunContext(config=config, bert_config=None, tokenizer=None, strategy=None, out_dir=str(tmp_path),
+                         results_dir=str(tmp_path), is_chief=True, lower_case=True,
+                         vocab_file=str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"))
+    _, make_dataset = task.train_dataset(context)
+    dataset = make_dataset(16)
+    assert dataset.element_spec[0]["input_word_ids"].shape[1] is None
+    for inputs, _ in dataset.take(6):
+        longest = int(inputs["input_mask"].numpy().sum(axis=1).max())
+        assert inputs["input_mask"].shape[1] == min(128, -(-longest // multiple) * multiple)
