@@ -2,7 +2,7 @@
 
     python -m benchmarks.run                                  # inference + train, MiniLM and BERT-Base, fp32 + bf16
     python -m benchmarks.run --suite=inference --shapes=minilm --precisions=fp32
-    python -m benchmarks.run --suite=memory --shapes=base     # RSS of BERT-Base fine-tuning, per epoch
+    python -m benchmarks.run --suite=memory --shapes=base     # RSS of BERT-Base fine-tuning per epoch, every peer
     python -m benchmarks.run --suite=serving                  # raw text -> label: SavedModel vs HF pipeline
 
 Every peer and precision runs in its own process (`benchmarks.perf.worker`), one after the other, on the
@@ -132,11 +132,18 @@ def print_serving(results):
 
 
 def print_memory(results):
-    for r in results:
-        if r["suite"] == "memory":
-            print(f"\nmemory: {r['peer']} {r['shape']} {r['precision']} fine-tuning, batch {r['batch_size']}, "
-                  f"seq {r['seq_length']}: RSS after each epoch {r['rss_after_epoch_mib']} MiB, "
-                  f"peak {r['peak_rss_mib']} MiB")
+    rows = [r for r in results if r["suite"] == "memory"]
+    if rows:
+        print(f"\nmemory: fine-tuning (sequence-pair classification), seq {rows[0]['seq_length']}; resident MiB")
+        print(f"{'peer':10s} {'shape':6s} {'prec':5s} {'batch':>5s} {'after each epoch':>28s} {'peak':>8s} "
+              f"{'peak / ours':>11s}")
+    for r in rows:
+        ours = [o for o in rows if o["peer"] == "ours" and all(o[k] == r[k] for k in ("shape", "precision",
+                                                                                        "batch_size"))]
+        ratio = f"{r['peak_rss_mib'] / ours[0]['peak_rss_mib']:.2f}x" if ours else ""
+        epochs = ", ".join(f"{m:.0f}" for m in r["rss_after_epoch_mib"])
+        print(f"{r['peer']:10s} {r['shape']:6s} {r['precision']:5s} {r['batch_size']:5d} {epochs:>28s} "
+              f"{r['peak_rss_mib']:8.0f} {ratio:>11s}")
 
 
 def main():
@@ -163,9 +170,7 @@ def main():
     for suite in args.suite.split(","):
         peers = args.peers.split(",")
         precisions = args.precisions.split(",")
-        if suite == "memory":
-            peers = ["ours"]
-        elif suite == "serving":  # exports serve in float32; keras-hub has no raw-text SavedModel to compare
+        if suite == "serving":  # exports serve in float32; keras-hub has no raw-text SavedModel to compare
             peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
         for precision in precisions:
             for peer in peers:

@@ -3,6 +3,7 @@
 import os
 
 from benchmarks.perf.inputs import packed_inputs
+from benchmarks.perf.memory import memory_result, rss_mib
 from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE
 from benchmarks.perf.timing import measure
 
@@ -56,8 +57,8 @@ def inference(shape, batch_sizes, seq_length, repeats, jit_compile=None):
         yield {"batch_size": batch_size, **measure(forward, repeats)}
 
 
-def train(shape, batch_size, seq_length, steps, jit_compile=None):
-    """`BertForSequenceClassification` with torch AdamW, clipping and a linear warmup schedule."""
+def _train_step(shape, batch_size, seq_length, losses):
+    """`step()` of `BertForSequenceClassification` with torch AdamW, clipping and a linear warmup schedule."""
     import torch
     import transformers
 
@@ -65,7 +66,6 @@ def train(shape, batch_size, seq_length, steps, jit_compile=None):
     optimizer = torch.optim.AdamW(model.parameters(), lr=2e-5, eps=1e-6, weight_decay=0.01)
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, 1_000, 10_000)
     inputs, labels = _feed(batch_size, seq_length)
-    losses = []
 
     def step():
         with _autocast():
@@ -77,7 +77,24 @@ def train(shape, batch_size, seq_length, steps, jit_compile=None):
         optimizer.zero_grad()
         losses.append(loss.item())
 
-    return {"batch_size": batch_size, "final_loss": losses[-1] if losses else None, **measure(step, steps)}
+    return step
+
+
+def train(shape, batch_size, seq_length, steps, jit_compile=None):
+    """Seconds per optimizer step of sequence-pair classification (`_train_step`)."""
+    losses = []
+    timing = measure(_train_step(shape, batch_size, seq_length, losses), steps)
+    return {"batch_size": batch_size, "final_loss": losses[-1] if losses else None, **timing}
+
+
+def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_compile=None):
+    """Resident memory (MiB) after each epoch of `steps_per_epoch` training steps, and the peak."""
+    step, after_epoch = _train_step(shape, batch_size, seq_length, []), []
+    for _ in range(epochs):
+        for _ in range(steps_per_epoch):
+            step()
+        after_epoch.append(rss_mib())
+    return memory_result(batch_size, after_epoch)
 
 
 def serving(latency_texts, batch_size, repeats):

@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from benchmarks.perf.inputs import packed_inputs
+from benchmarks.perf.memory import memory_result, rss_mib
 from benchmarks.perf.shapes import SHAPES, VOCAB_SIZE
 from benchmarks.perf.timing import measure
 
@@ -77,14 +78,6 @@ def train(shape, batch_size, seq_length, steps, jit_compile):
     return {"batch_size": batch_size, "jit_compile": jit, "final_loss": losses[-1], **timing}
 
 
-def _rss_mib(field):
-    with open("/proc/self/status", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_compile):
     """Resident memory (MiB) after each epoch of `Model.fit` on a repeating tf.data stream, and the peak."""
     import keras
@@ -105,11 +98,10 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
 
     class RecordMemory(keras.callbacks.Callback):
         def on_epoch_end(self, epoch, logs=None):
-            after_epoch.append(round(_rss_mib("VmRSS"), 1))
+            after_epoch.append(rss_mib())
 
     model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=[RecordMemory()], verbose=0)
-    return {"batch_size": batch_size, "jit_compile": jit, "rss_after_epoch_mib": after_epoch,
-            "peak_rss_mib": round(_rss_mib("VmHWM"), 1)}
+    return memory_result(batch_size, after_epoch, jit_compile=jit)
 
 
 def serving(latency_texts, batch_size, repeats):
