@@ -60,13 +60,14 @@ class SentencepieceOffsets:
         counts[unk_id] = 1
         self._elements_per_piece = np.asarray(counts, np.int64)  # (kernel pieces,)
 
-    def __call__(self, text, kernel_ids, row_splits):
+    def __call__(self, text, kernel_ids, row_splits, piece_rows):
         """Byte offsets of the kernel's pieces.
 
         Args:
             text: string [batch], what the kernel tokenized.
             kernel_ids: int32 [pieces], the kernel's ids (before the id map).
             row_splits: int64 [batch + 1], the kernel's row splits.
+            piece_rows: int64 [pieces], the row of each piece (`ragged_ops.row_ids` of `row_splits`).
 
         Returns:
             `(starts, ends)`: int64 [pieces], byte offsets `[start, end)` into each piece's own row of `text`.
@@ -118,8 +119,6 @@ class SentencepieceOffsets:
 
         # 3. Pieces take elements in order, row by row.
         counts = tf.gather(self._elements_per_piece, kernel_ids)  # (pieces,)
-        num_pieces = tf.shape(kernel_ids, out_type=tf.int64)[0]
-        piece_rows = row_ids(row_splits, num_pieces)
         element_rows = tf.gather(rows, first_chars)
         batch_rows = tf.range(tf.shape(text, out_type=tf.int64)[0])
         row_first_element = tf.searchsorted(element_rows, batch_rows, out_type=tf.int64)  # (batch,)

@@ -126,13 +126,13 @@ class SentencepieceTokenizer(keras.layers.Layer):
         ids, row_splits = gen_fast_sentencepiece_tokenizer.tf_text_fast_sentencepiece_tokenize(
             tf.constant(self._flat_model), text, 0, 0, False, False, False)  # ids (pieces,), (batch + 1,)
         row_splits = tf.cast(row_splits, tf.int64)
+        num_ids = tf.shape(ids, out_type=tf.int64)[0]
+        rows = row_ids(row_splits, num_ids)  # (pieces,)
         if with_offsets:
-            starts, ends = self._offsets(text, ids, row_splits)  # (pieces,) each
+            starts, ends = self._offsets(text, ids, row_splits, rows)  # (pieces,) each
         ids = tf.gather(tf.constant(self._id_map), ids)  # extra pieces -> the ids they stand for
         # tokenizers fuses consecutive <unk>s of a word, whatever made them (an unknown character or a
         # literal "<unk>" piece); the kernel fuses only the first kind. No word starts with <unk> ("▁").
-        num_ids = tf.shape(ids, out_type=tf.int64)[0]
-        rows = row_ids(row_splits, num_ids)  # (pieces,)
         is_unk = tf.equal(ids, self._model.unk_id)
         repeat = tf.logical_and(tf.logical_and(is_unk[1:], is_unk[:-1]), tf.equal(rows[1:], rows[:-1]))
         keep = tf.logical_not(tf.concat([tf.zeros([1], tf.bool), repeat], axis=0)[:num_ids])  # (pieces,)
