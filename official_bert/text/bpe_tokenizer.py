@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.text import byte_level
+from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
 
 REQUIRED_TOKENS = ("<s>", "</s>", "<pad>")
@@ -93,9 +94,10 @@ class BytePairTokenizer(keras.layers.Layer):
         self._tokens = [None] * (max(token_to_id.values()) + 1)
         for token, index in token_to_id.items():
             self._tokens[index] = token
-        self._byte_ids = self._byte_symbol_ids(source)
-        self._merge_keys, self._merge_ranks, self._merge_ids = self._merge_table(pairs, merges_file or "merges")
-        self._class_starts, self._classes = byte_level.class_ranges()
+        self._byte_ids = eager_constant(self._byte_symbol_ids(source))
+        self._merge_keys, self._merge_ranks, self._merge_ids = map(
+            eager_constant, self._merge_table(pairs, merges_file or "merges"))
+        self._class_starts, self._classes = map(eager_constant, byte_level.class_ranges())
 
     def _byte_symbol_ids(self, source):
         """(256,) int32: the id of each byte's symbol; a byte whose symbol is not in the vocab maps to <unk>."""
@@ -178,7 +180,7 @@ class BytePairTokenizer(keras.layers.Layer):
         starts_word = tf.scatter_nd(word_byte_starts[:, None], tf.ones_like(word_byte_starts), [num_bytes])
         byte_words = tf.cumsum(starts_word) - 1  # (bytes,) the word of each byte
         num_words = tf.shape(word_byte_starts, out_type=tf.int64)[0]
-        symbols = tf.gather(tf.constant(self._byte_ids), all_bytes)  # (bytes,) one symbol per byte
+        symbols = tf.gather(self._byte_ids, all_bytes)  # (bytes,) one symbol per byte
         symbols, lengths, words = self._merge(symbols, tf.ones_like(byte_words), byte_words, num_words)
 
         piece_rows = tf.gather(word_rows, words)  # (pieces,)
@@ -209,8 +211,8 @@ class BytePairTokenizer(keras.layers.Layer):
         rows = row_ids(row_splits, n)
         row_first = tf.gather(row_splits, rows)  # (chars,)
         row_end = tf.gather(row_splits, rows + 1)
-        classes = tf.gather(tf.constant(self._classes), tf.searchsorted(
-            tf.constant(self._class_starts), code_points, side="right") - 1)  # (chars,)
+        classes = tf.gather(self._classes, tf.searchsorted(
+            self._class_starts, code_points, side="right") - 1)  # (chars,)
 
         def shifted(values, by, missing):  # values[i - by] within the row, else `missing`
             inside = tf.logical_and(index - by >= row_first, index - by < row_end)
@@ -257,8 +259,8 @@ class BytePairTokenizer(keras.layers.Layer):
             num_words: int64 scalar.
         Returns: `(symbols, lengths, words)` of the merged pieces.
         """
-        keys, ranks, merged = (tf.constant(self._merge_keys), tf.constant(self._merge_ranks),
-                               tf.constant(self._merge_ids))
+        keys, ranks, merged = (self._merge_keys, self._merge_ranks,
+                               self._merge_ids)
         size = tf.constant(self.vocab_size, tf.int64)
         last_key = tf.shape(keys, out_type=tf.int64)[0] - 1
 

@@ -18,6 +18,7 @@ kernel does, with core ops (stock TF Serving has them all):
 import numpy as np
 import tensorflow as tf
 
+from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
 from official_bert.text.sentencepiece_model import NORMAL, USER_DEFINED
 
@@ -50,15 +51,16 @@ class SentencepieceOffsets:
                              "here (user-defined symbols of more than one character)")
         keys = sorted(ord(k) for k in rules)
         outputs = [[ord(c) for c in rules[chr(k)]] for k in keys]
-        self._keys = np.asarray(keys or [-1], np.int32)  # (rules,) sorted code points
-        self._out_splits = np.cumsum([0] + [len(o) for o in outputs] + ([0] if not keys else []), dtype=np.int32)
-        self._out_values = np.asarray(sum(outputs, []) or [0], np.int32)  # (characters,)
+        self._keys = eager_constant(np.asarray(keys or [-1], np.int32))  # (rules,) sorted code points
+        self._out_splits = eager_constant(
+            np.cumsum([0] + [len(o) for o in outputs] + ([0] if not keys else []), dtype=np.int32))
+        self._out_values = eager_constant(np.asarray(sum(outputs, []) or [0], np.int32))  # (characters,)
         single = sorted({ord(p) for p, t in zip(kernel_model.pieces, kernel_model.types)
                          if len(p) == 1 and t in (NORMAL, USER_DEFINED)})  # one-character pieces the kernel matches
-        self._single_piece_chars = np.asarray(single or [-1], np.int32)
+        self._single_piece_chars = eager_constant(np.asarray(single or [-1], np.int32))
         counts = [len(p.replace("\u2581", "")) for p in kernel_model.pieces]
         counts[unk_id] = 1
-        self._elements_per_piece = np.asarray(counts, np.int64)  # (kernel pieces,)
+        self._elements_per_piece = eager_constant(np.asarray(counts, np.int64))  # (kernel pieces,)
 
     def __call__(self, text, kernel_ids, row_splits, piece_rows):
         """Byte offsets of the kernel's pieces.

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow_text.python.ops.fast_sentencepiece_tokenizer import gen_fast_sentencepiece_tokenizer
 
+from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
 from official_bert.text.sentencepiece_model import SentencepieceModel
 from official_bert.text.sentencepiece_offsets import SentencepieceOffsets
@@ -72,8 +73,8 @@ class SentencepieceTokenizer(keras.layers.Layer):
         self.model_file = None if model_file is None else str(model_file)
         self.model = None if model_file is not None else base64.b64encode(serialized).decode("ascii")
         self.lower_case = bool(lower_case)
-        self._model, self._flat_model, kernel = _compiled(serialized, self.lower_case, source)
-        self._id_map = kernel.id_map
+        self._model, flat_model, kernel = _compiled(serialized, self.lower_case, source)
+        self._flat_model, self._id_map = eager_constant(flat_model), eager_constant(kernel.id_map)
         missing = [t for t in REQUIRED_TOKENS if t not in self._model.piece_to_id]
         if missing or self._model.unk_id is None:
             missing += [] if self._model.unk_id is not None else ["an unknown piece"]
@@ -124,13 +125,13 @@ class SentencepieceTokenizer(keras.layers.Layer):
         if text.shape.rank == 0:
             text = tf.reshape(text, [1])
         ids, row_splits = gen_fast_sentencepiece_tokenizer.tf_text_fast_sentencepiece_tokenize(
-            tf.constant(self._flat_model), text, 0, 0, False, False, False)  # ids (pieces,), (batch + 1,)
+            self._flat_model, text, 0, 0, False, False, False)  # ids (pieces,), (batch + 1,)
         row_splits = tf.cast(row_splits, tf.int64)
         num_ids = tf.shape(ids, out_type=tf.int64)[0]
         rows = row_ids(row_splits, num_ids)  # (pieces,)
         if with_offsets:
             starts, ends = self._offsets(text, ids, row_splits, rows)  # (pieces,) each
-        ids = tf.gather(tf.constant(self._id_map), ids)  # extra pieces -> the ids they stand for
+        ids = tf.gather(self._id_map, ids)  # extra pieces -> the ids they stand for
         # tokenizers fuses consecutive <unk>s of a word, whatever made them (an unknown character or a
         # literal "<unk>" piece); the kernel fuses only the first kind. No word starts with <unk> ("▁").
         is_unk = tf.equal(ids, self._model.unk_id)

@@ -11,6 +11,7 @@ from tensorflow_text.python.ops.fast_bert_normalizer import gen_fast_bert_normal
 from tensorflow_text.python.ops.fast_wordpiece_tokenizer import gen_fast_wordpiece_tokenizer
 
 from official_bert.text import normalizer_model, unicode_data
+from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
 from official_bert.text.vocab import SUFFIX_INDICATOR, is_suffix_piece, load_vocab
 
@@ -31,6 +32,13 @@ def _normalizer_models(lower_case, vocab):
     bounds = {cp: " " * len(chr(cp).encode("utf-8")) for cp, out in mapping.items() if out and cp >= 0x80}
     return (np.frombuffer(normalizer_model.build_normalizer_model(mapping), np.uint8),
             np.frombuffer(normalizer_model.build_normalizer_model(bounds), np.uint8))
+
+
+@functools.lru_cache(maxsize=4)
+def _wordpiece_model(vocab, max_bytes_per_word):
+    """The `FastWordpieceTokenize` model of `vocab` (a tuple of tokens), a uint8 array."""
+    return np.frombuffer(pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
+        list(vocab), max_bytes_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
 
 
 class BertTokenizer(keras.layers.Layer):
@@ -78,14 +86,14 @@ class BertTokenizer(keras.layers.Layer):
         self._tokens = tokens
         self._token_to_id = {t: i for i, t in reversed(list(enumerate(tokens)))}  # first occurrence wins
         self._unk_id = self._token_to_id["[UNK]"]
-        self._normalizer_model, self._bounds_model = _normalizer_models(lower_case, tuple(tokens))
+        normalizer, bounds = _normalizer_models(lower_case, tuple(tokens))
+        self._normalizer_model, self._bounds_model = eager_constant(normalizer), eager_constant(bounds)
         # Up to 4 bytes per character: no word within the character limit is cut by the byte limit.
-        self._wordpiece_model = np.frombuffer(
-            pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
-                tokens, 4 * max_chars_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
-        self._is_suffix = is_suffix_piece(tokens)  # (vocab,)
-        self._char_lengths = np.array(  # (vocab,) characters each piece covers in its word
-            [len(t) - len(SUFFIX_INDICATOR) if s else len(t) for t, s in zip(tokens, self._is_suffix)], np.int32)
+        self._wordpiece_model = eager_constant(_wordpiece_model(tuple(tokens), 4 * max_chars_per_word))
+        is_suffix = is_suffix_piece(tokens)  # (vocab,)
+        self._is_suffix = eager_constant(is_suffix)
+        self._char_lengths = eager_constant(np.array(  # (vocab,) characters each piece covers in its word
+            [len(t) - len(SUFFIX_INDICATOR) if s else len(t) for t, s in zip(tokens, is_suffix)], np.int32))
 
     @property
     def vocab_size(self):
@@ -131,10 +139,10 @@ class BertTokenizer(keras.layers.Layer):
         if text.shape.rank == 0:
             text = tf.reshape(text, [1])
         normalized, norm_offsets, norm_splits = gen_fast_bert_normalizer.fast_bert_normalize(
-            input_values=text, fast_bert_normalizer_model=tf.constant(self._normalizer_model),
+            input_values=text, fast_bert_normalizer_model=self._normalizer_model,
             get_offsets=with_offsets)
         _, ids, row_splits, starts, ends = gen_fast_wordpiece_tokenizer.fast_wordpiece_tokenize_with_offsets(
-            input_values=normalized, wp_model=tf.constant(self._wordpiece_model))
+            input_values=normalized, wp_model=self._wordpiece_model)
         # ids, starts, ends: (pieces,); row_splits: (batch + 1,)
         ids = tf.cast(ids, tf.int32)
         row_splits = tf.cast(row_splits, tf.int64)
@@ -181,7 +189,7 @@ class BertTokenizer(keras.layers.Layer):
                                   tf.shape(text, out_type=tf.int64)) > 0  # (batch,)
         _, bounds, bound_splits = gen_fast_bert_normalizer.fast_bert_normalize(
             input_values=tf.gather(text, tf.reshape(tf.where(open_rows), [-1])),
-            fast_bert_normalizer_model=tf.constant(self._bounds_model), get_offsets=True)
+            fast_bert_normalizer_model=self._bounds_model, get_offsets=True)
         # bounds: per open row, one offset per input byte, then the input length.
         bounds = tf.cast(bounds, tf.int64)
         open_index = tf.cumsum(tf.cast(open_rows, tf.int64)) - 1  # (batch,) row's index among the open
@@ -198,11 +206,11 @@ class BertTokenizer(keras.layers.Layer):
 
     def _unk_long_words(self, ids, starts, ends, row_splits):
         """Replaces every word of more than `max_chars_per_word` characters by one [UNK] (dense ops)."""
-        is_word_start = tf.logical_not(tf.gather(tf.constant(self._is_suffix), ids))  # (pieces,)
+        is_word_start = tf.logical_not(tf.gather(self._is_suffix, ids))  # (pieces,)
         word_index = tf.cumsum(tf.cast(is_word_start, tf.int32)) - 1  # (pieces,)
         num_words = tf.reduce_sum(tf.cast(is_word_start, tf.int32))
         word_chars = tf.math.unsorted_segment_sum(
-            tf.gather(tf.constant(self._char_lengths), ids), word_index, num_words)  # (words,)
+            tf.gather(self._char_lengths, ids), word_index, num_words)  # (words,)
         word_starts = tf.reshape(tf.where(is_word_start), [-1])  # (words,) index of each word's first piece
         # (words,); [1:] after the concat, so that no words (all texts empty) gives no index
         word_lasts = tf.concat([word_starts, tf.shape(ids, out_type=tf.int64)], axis=0)[1:] - 1

@@ -71,6 +71,23 @@ def test_an_existing_version_is_never_overwritten(exports):
 
 
 @pytest.mark.parametrize("kind", ["classifier", "tagger"])
+def test_tokenizer_tables_are_stored_once(exports, kind):
+    """The tokenizer's tables (~3 MB for BERT's vocab) are captured constants, stored once in the file's graph;
+    inlined into the functions they were copied into each signature, for each text column."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(exports[kind], "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    graph = saved.meta_graphs[0].graph_def
+    inlined = [(function.signature.name, node.name) for function in graph.library.function
+               for node in function.node_def if node.op == "Const" and node.attr["value"].ByteSize() > 100_000]
+    assert inlined == []
+    stored = [node.attr["value"].ByteSize() for node in graph.node if node.op == "Const"]
+    assert sum(size > 1_000_000 for size in stored) == 2  # the normalizer's and WordPiece's models, once each
+
+
+@pytest.mark.parametrize("kind", ["classifier", "tagger"])
 def test_every_signature_uses_only_serving_safe_ops(exports, kind):
     ops = signature_ops(exports[kind])
     assert set(ops) == SIGNATURES
