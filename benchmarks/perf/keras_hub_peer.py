@@ -75,5 +75,6 @@ def train(shape, batch_size, seq_length, steps, jit_compile=None):
     model = _classifier(shape, jit_compile)
     inputs, labels = _feed(batch_size, seq_length)
     losses = []
-    timing = measure(lambda: losses.append(float(np.asarray(model.train_on_batch(inputs, labels)).reshape(-1)[0])), steps)
+    timing = measure(lambda: losses.append(float(np.asarray(model.train_on_batch(inputs, labels)).reshape(-1)[0])),
+                     steps)
     return {"batch_size": batch_size, "jit_compile": bool(jit_compile), "final_loss": losses[-1], **timing}

@@ -74,7 +74,8 @@ def train(shape, batch_size, seq_length, steps, jit_compile):
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     inputs, labels = _feed(batch_size, seq_length)
     losses = []
-    timing = measure(lambda: losses.append(float(np.asarray(model.train_on_batch(inputs, labels)).reshape(-1)[0])), steps)
+    timing = measure(lambda: losses.append(float(np.asarray(model.train_on_batch(inputs, labels)).reshape(-1)[0])),
+                     steps)
     return {"batch_size": batch_size, "jit_compile": jit, "final_loss": losses[-1], **timing}
 
 

@@ -127,9 +127,11 @@ def _fresh_process_outputs(tmp_path, models):
                 for k, v in spec["texts"].items()}})).SerializeToString() for i in range(len(spec["texts"]["text"]))]
             tokens = {{k: tf.constant(v, tf.int32) for k, v in spec["tokens"].items()}}
             out = {{}}
-            for signature, inputs in (("serving_default", texts), ("serve_examples", {{"examples": tf.constant(examples)}}),
-                                      ("serve_tokens", tokens)):
-                out.update({{f"{{signature}}/{{k}}": v.numpy() for k, v in model.signatures[signature](**inputs).items()}})
+            requests = (("serving_default", texts), ("serve_examples", {{"examples": tf.constant(examples)}}),
+                        ("serve_tokens", tokens))
+            for signature, inputs in requests:
+                answers = model.signatures[signature](**inputs)
+                out.update({{f"{{signature}}/{{k}}": v.numpy() for k, v in answers.items()}})
             np.savez(spec["out"], **out)
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "export", "tasks")))
     """)
