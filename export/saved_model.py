@@ -66,7 +66,8 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     from official_bert.text.preprocessing import text_preprocessor
 
     loaded = model_dirs.load_model_dir(model_dir)
-    _quantize(loaded.model, quantize)
+    # (a masked-LM head decodes with the word table: it stays float there)
+    _quantize(loaded.model, quantize, word_table=loaded.kind != model_dirs.PRETRAINING)
     info = loaded.info
     seq_length = max_seq_length or loaded.max_seq_length
     _check_seq_length(seq_length, loaded.config, model_dir)
@@ -146,14 +147,17 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
 # "int8" builds the model in float32 and then quantizes it with Keras' `Model.quantize("int8")`: every Dense and
 # EinsumDense kernel (attention projections, feed-forward, pooler, task head) is stored in int8 with a float32
 # scale per output unit, and each call quantizes that layer's inputs to int8 on the fly (abs-max per row) for an
-# int8 matmul. What stays float32: the embedding tables (word, position, token type), LayerNorms, biases, the
+# int8 matmul. The word-piece table is stored in int8 with a float32 scale per row (not in masked-LM exports, whose
+# head decodes with it). What stays float32: the position and token-type tables, LayerNorms, biases, the
 # attention scores and softmax, GELU, and the outputs between layers.
 SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
 QUANTIZED_PRECISIONS = {"int8": "int8"}
 
 
-def _quantize(model, mode):
-    """`model.quantize(mode)` in place (None: nothing), without Keras' warning for every layer it leaves float."""
+def _quantize(model, mode, word_table=True):
+    """`model.quantize(mode)` in place (None: nothing), without Keras' warning for every layer it leaves float;
+    with `word_table`, also the encoder's word-piece table (`BertEmbeddings.quantize_word_table`: Keras quantizes
+    only layers without sublayers)."""
     if mode is None:
         return
     import warnings
@@ -161,6 +165,9 @@ def _quantize(model, mode):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
         model.quantize(mode)
+    if word_table:
+        encoder = getattr(model, "encoder", model)
+        encoder.embeddings.quantize_word_table()
 
 
 def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32"):
@@ -296,6 +303,6 @@ if __name__ == "__main__":
     flags.DEFINE_enum("precision", "float32", sorted(SERVING_PRECISIONS),
                       "Weights and matmuls of the served model: float32, or bfloat16 (mixed_bfloat16's numerics, "
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "
-                      "Model.quantize: Dense kernels in int8, inputs quantized per call; embeddings, LayerNorm "
-                      "and softmax stay float32).")
+                      "Model.quantize: Dense kernels in int8, inputs quantized per call; the word-piece table in "
+                      "int8 with a scale per row; position embeddings, LayerNorm and softmax stay float32).")
     run_main(main)

@@ -1,6 +1,7 @@
 """BertEmbeddings: word + position + token-type embeddings, then LayerNorm and dropout (BERT, RoBERTa, DistilBERT)."""
 
 import keras
+import numpy as np
 from keras import ops
 
 
@@ -62,7 +63,11 @@ class BertEmbeddings(keras.layers.Layer):
             raise ValueError(f"Sequence length {seq_length} exceeds max_position_embeddings="
                              f"{self.max_position_embeddings}{less}")
         seq_length = ops.shape(input_word_ids)[1]
-        words = ops.take(self.word_embeddings, input_word_ids, axis=0)  # (batch, seq, hidden) float32
+        if self.word_embeddings is None:  # int8 table (quantize_word_table): each taken row times its scale
+            words = ops.cast(ops.take(self.word_embeddings_int8, input_word_ids, axis=0), "float32")
+            words = words * ops.expand_dims(ops.take(self.word_embeddings_scale, input_word_ids, axis=0), -1)
+        else:
+            words = ops.take(self.word_embeddings, input_word_ids, axis=0)  # (batch, seq, hidden) float32
         words = ops.cast(words, self.compute_dtype)
         is_padding = ops.expand_dims(ops.equal(input_word_ids, self.padding_id), -1)  # (batch, seq, 1)
         words = ops.where(is_padding, ops.stop_gradient(words), words)
@@ -82,6 +87,23 @@ class BertEmbeddings(keras.layers.Layer):
         types = ops.matmul(one_hot_types, self.token_type_embeddings)  # (batch, seq, hidden)
         embeddings = self.layer_norm(words + types + positions)
         return self.dropout(embeddings, training=training)
+
+    def quantize_word_table(self):
+        """Stores the word-piece table in int8 with a float32 scale per row (its largest magnitude / 127, as
+        Keras' int8 `Embedding`); a lookup multiplies the rows it takes by their scales. For int8 serving: the
+        table no longer trains, and nothing else may read `word_embeddings` (a masked-LM head decodes with it)."""
+        table = ops.convert_to_numpy(self.word_embeddings).astype(np.float32)  # (vocab, hidden)
+        scale = np.maximum(np.abs(table).max(axis=1), np.finfo(np.float32).tiny) / 127.0  # (vocab,)
+        self._tracker.unlock()
+        self._untrack_variable(self.word_embeddings)
+        self.word_embeddings = None
+        self.word_embeddings_int8 = self.add_weight(name="word_embeddings_int8", shape=table.shape, dtype="int8",
+                                                    initializer="zeros", trainable=False)
+        self.word_embeddings_scale = self.add_weight(name="word_embeddings_scale", shape=scale.shape,
+                                                     initializer="ones", trainable=False, autocast=False)
+        self._tracker.lock()
+        self.word_embeddings_int8.assign(np.clip(np.round(table / scale[:, None]), -127, 127).astype(np.int8))
+        self.word_embeddings_scale.assign(scale)
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
         return tuple(input_word_ids_shape) + (self.hidden_size,)

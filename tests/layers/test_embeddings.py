@@ -64,3 +64,19 @@ def test_token_type_gradient_is_the_per_type_sum_of_the_upstream_gradient():
     for grad, expected in zip(grads, reference_grads):
         np.testing.assert_allclose(tf.convert_to_tensor(grad).numpy(), tf.convert_to_tensor(expected).numpy(),
                                    rtol=1e-5, atol=1e-5)
+
+
+def test_int8_word_table_rows_are_the_float_rows_to_within_half_a_step():
+    layer = _layer()
+    ids, types = _inputs()
+    table = layer.word_embeddings.numpy()  # (vocab, hidden)
+    before = layer(ids, types).numpy()
+    layer.quantize_word_table()
+    assert layer.word_embeddings is None
+    assert layer.word_embeddings_int8.dtype == "int8" and layer.word_embeddings_int8.shape == table.shape
+    assert {w.name for w in layer.trainable_weights}.isdisjoint({"word_embeddings_int8", "word_embeddings_scale"})
+    assert "word_embeddings" not in {w.name for w in layer.weights}
+    scale = np.abs(table).max(axis=1) / 127  # (vocab,)
+    rows = layer.word_embeddings_int8.numpy().astype(np.float32) * layer.word_embeddings_scale.numpy()[:, None]
+    assert np.all(np.abs(rows - table) <= scale[:, None] / 2 + 1e-7)
+    np.testing.assert_allclose(layer(ids, types).numpy(), before, atol=0.05)
