@@ -69,9 +69,11 @@ class TeacherCache:
 
         def add_logits(inputs, labels):
             rows = self._table.lookup(example_keys(inputs, self.seq_length))  # (batch,)
-            tf.debugging.assert_non_negative(
+            found = tf.debugging.assert_non_negative(
                 rows, message="--cache_teacher: a training example is not in the teacher cache (the task's training "
                               "stream did not cover every example in its first epoch)")
+            with tf.control_dependencies([found]):  # checked before the gathers, which would fail on -1 first
+                rows = tf.identity(rows)
             length = tf.shape(inputs["input_mask"])[1]
 
             def gather(values):
