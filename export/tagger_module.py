@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from export.serving_module import ServingModule
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
+from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import characters_before, row_ids
 
 # Chunk prefixes as integers; O is 0.
@@ -136,9 +137,10 @@ class TaggerModule(ServingModule):
         self._prefixes, self._types, self.type_names = tag_tables(self.label_names)
         layout = getattr(preprocessor, "layout", "bert")
         self._prefix = word_prefix(layout)  # "" (WordPiece) or " " (RoBERTa)
-        self._is_suffix = ~starts_word(preprocessor.tokenizer, layout)
-        self._lone_space = bare_space(preprocessor.tokenizer.get_vocab(), layout)
-        self._space = whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout)
+        # (vocab,) tables, captured by every signature (stored once in the SavedModel)
+        self._is_suffix = eager_constant(~starts_word(preprocessor.tokenizer, layout))
+        self._lone_space = eager_constant(bare_space(preprocessor.tokenizer.get_vocab(), layout))
+        self._space = eager_constant(whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout))
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, seq, labels)
@@ -171,14 +173,14 @@ class TaggerModule(ServingModule):
         num_pieces = tf.shape(ids.values, out_type=tf.int64)[0]
         piece_rows = row_ids(splits, num_pieces)  # (pieces,)
         position = tf.range(num_pieces) - tf.gather(splits, piece_rows)  # (pieces,) index within its text
-        is_suffix = tf.gather(tf.constant(self._is_suffix), ids.values)  # (pieces,)
+        is_suffix = tf.gather(self._is_suffix, ids.values)  # (pieces,)
         # A whitespace-only piece (RoBERTa's "Ġ", "Ċ", ...) starts no word, ends the word before it
         # and makes the next piece start one; except a lone "Ġ" before a piece of its own word (`text_words`).
-        is_space = tf.gather(tf.constant(self._space), ids.values)  # (pieces,)
+        is_space = tf.gather(self._space, ids.values)  # (pieces,)
         next_same_row = tf.equal(tf.concat([piece_rows, [-1]], axis=0)[1:], piece_rows)  # (pieces,)
         next_is_space = tf.concat([is_space, [True]], axis=0)[1:]
         next_may_start = tf.concat([tf.logical_not(is_suffix), [True]], axis=0)[1:]
-        lone_space = tf.gather(tf.constant(self._lone_space), ids.values)  # (pieces,)
+        lone_space = tf.gather(self._lone_space, ids.values)  # (pieces,)
         attached = tf.logical_and(tf.logical_and(lone_space, next_same_row),
                                   tf.logical_not(tf.logical_or(next_is_space, next_may_start)))
         is_space = tf.logical_and(is_space, tf.logical_not(attached))
