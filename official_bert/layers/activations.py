@@ -72,3 +72,19 @@ def get_activation(name: str):
     if name in ("relu", "tanh"):
         return keras.activations.get(name)
     raise ValueError(f"Unknown activation {name!r} (config field 'hidden_act')")
+
+
+def get_fusable_activation(name: str):
+    """`get_activation(name)` for inference on TensorFlow: the GELUs as the plain `tf.nn.gelu` op, with no cast
+    or custom gradient around it, the form TensorFlow's oneDNN graph rewrite fuses into the matmul before it
+    (see `official_bert.layers.matmul_dense`). Under bfloat16 the fused kernel computes the GELU in float32 and
+    rounds once, as `_float32_gelu` does. Not for training: it has no memory-saving gradient.
+
+    Args:
+        name: as for `get_activation`.
+    """
+    if name == "gelu":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    return get_activation(name)

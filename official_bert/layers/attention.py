@@ -14,6 +14,8 @@ import math
 import keras
 from keras import ops
 
+from official_bert.layers.matmul_dense import dense_2d
+
 _fused_attention = False
 
 
@@ -84,22 +86,22 @@ class BertSelfAttention(keras.layers.Layer):
             hidden_states: (batch, seq, hidden).
             attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding (never attended to).
         """
-        query = self.query(hidden_states)  # (batch, seq, kept heads, head_size)
-        key = self.key(hidden_states)  # (batch, seq, kept heads, head_size)
-        value = self.value(hidden_states)  # (batch, seq, kept heads, head_size)
+        query = dense_2d(self.query, hidden_states)  # (batch, seq, kept heads, head_size)
+        key = dense_2d(self.key, hidden_states)  # (batch, seq, kept heads, head_size)
+        value = dense_2d(self.value, hidden_states)  # (batch, seq, kept heads, head_size)
         if self.uses_fused_attention(training):
             attend = ops.cast(attention_mask, "bool")[:, None, None, :]  # (batch, 1, 1, seq): True where attended
             context = ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
                                                 flash_attention=None if keras.config.is_flash_attention_enabled() is
                                                 not False else False)  # (batch, seq, kept heads, head_size)
-            return self.output_dense(context)  # (batch, seq, hidden)
+            return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
         # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
         attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         scores = self._scaled_scores(query, key) + attention_bias  # (batch, kept heads, seq, seq) float32
         probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, kept heads, head_size)
-        return self.output_dense(context)  # (batch, seq, hidden)
+        return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
 
     def _scaled_scores(self, query, key):
         """`q.k / sqrt(head_size)` in float32: (batch, kept heads, seq, seq)."""
@@ -117,7 +119,7 @@ class BertSelfAttention(keras.layers.Layer):
         Returns:
             float32 (batch, kept heads, seq, seq).
         """
-        scores = self._scaled_scores(self.query(hidden_states), self.key(hidden_states))
+        scores = self._scaled_scores(dense_2d(self.query, hidden_states), dense_2d(self.key, hidden_states))
         return scores * ops.cast(attention_mask, "float32")[:, None, None, :]
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):

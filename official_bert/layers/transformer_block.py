@@ -2,8 +2,9 @@
 
 import keras
 
-from official_bert.layers.activations import get_activation
+from official_bert.layers.activations import get_activation, get_fusable_activation
 from official_bert.layers.attention import BertSelfAttention
+from official_bert.layers.matmul_dense import dense_2d
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -69,8 +70,11 @@ class TransformerBlock(keras.layers.Layer):
         attention_output = self.attention(hidden_states, attention_mask, training=training)
         attention_output = self.attention_dropout(attention_output, training=training)
         hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
-        intermediate = self.intermediate(hidden_states)  # (batch, seq, intermediate)
-        layer_output = self.output_dropout(self.output_dense(intermediate), training=training)
+        # Inference on TensorFlow: the GELU as the plain op, fused with the matmul and bias (`dense_2d`).
+        activation = get_fusable_activation(self.hidden_act) if not training and \
+            keras.backend.backend() == "tensorflow" else None
+        intermediate = dense_2d(self.intermediate, hidden_states, activation)  # (batch, seq, intermediate)
+        layer_output = self.output_dropout(dense_2d(self.output_dense, intermediate), training=training)
         return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):

@@ -227,8 +227,9 @@ def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, n
     for key in ("num_entities", "entity_type", "entity_start", "entity_end", "word_labels", "entity_byte_end"):
         np.testing.assert_array_equal(out[f"serve_examples/{key}"], out[f"serving_default/{key}"], err_msg=key)
     logits = _python_model(ner_dir, "tagger")(tokens, training=False).numpy()  # (120, 48, 9)
-    np.testing.assert_allclose(out["serve_tokens/logits"], logits, atol=1e-5, rtol=0)
-    np.testing.assert_allclose(out["serving_default/logits"], logits, atol=1e-5, rtol=0)
+    # Float rounding only (rtol): the export's graph runs the GELU fused into its matmul (oneDNN), eager Keras does not.
+    np.testing.assert_allclose(out["serve_tokens/logits"], logits, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out["serving_default/logits"], logits, atol=1e-5, rtol=1e-5)
     labels = np.array(tagger.label_names, dtype=object)[logits.argmax(-1)]
     assert out["serve_tokens/token_labels"].astype(str).tolist() == labels.tolist()
 

@@ -150,9 +150,9 @@ def test_answers_equal_the_python_path_on_dev_questions(squad_cases, outputs, na
         assert answered == len(examples) and case["long_questions"].any()  # long questions are cut too
 
     # serve_tokens on the Python path's own inputs: the same logits and span positions.
-    for key in ("start_logits", "end_logits"):
-        np.testing.assert_allclose(out[f"serve_tokens/{key}"], case["logits"][key], atol=1e-5, rtol=0)
-        np.testing.assert_allclose(out[f"serving_default/{key}"], case["logits"][key], atol=1e-5, rtol=0)
+    for key in ("start_logits", "end_logits"):  # rtol: the export's graph fuses the GELU into its matmul
+        np.testing.assert_allclose(out[f"serve_tokens/{key}"], case["logits"][key], atol=1e-5, rtol=1e-5)
+        np.testing.assert_allclose(out[f"serving_default/{key}"], case["logits"][key], atol=1e-5, rtol=1e-5)
     for key in ("answer_token_start", "answer_token_end", "score"):
         np.testing.assert_allclose(out[f"serve_tokens/{key}"], out[f"serving_default/{key}"], atol=1e-5, rtol=0)
     spans = case["features"].token_char_spans
