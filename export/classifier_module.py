@@ -14,9 +14,12 @@ class ClassifierModule(ServingModule):
       `label_id` [batch] int32 (argmax), `label` [batch] string (the class name).
     - regression (STS-B): `score` [batch] float32.
 
-    The raw-text signatures run the encoder on the request's longest text, not on `seq_length` pieces: the
-    padding is masked out of attention and the answer comes from [CLS], so only the compute changes (a short
-    single-text request costs its own length). The TFLite function keeps the fixed length (static shapes).
+    The raw-text signatures run the encoder on the request's longest text, not on `seq_length` pieces, and every
+    layer's dense matmuls on its real tokens only when the batch has padding (`BertClassifier.call_real_tokens`;
+    a tf.cond picks the plain model for a batch without): the padding is masked out of
+    attention and the answer comes from [CLS], so only the compute changes (a short single-text request costs its
+    own length; a batch, its texts' total length). `serve_tokens` and the TFLite function run the model as it is
+    (fixed shapes for TFLite).
 
     Args:
         model: a `BertClassifier` with its trained weights.
@@ -40,13 +43,21 @@ class ClassifierModule(ServingModule):
     def answer_text(self, texts):
         inputs, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
         inputs, _ = trim_inputs(inputs)  # (batch, longest) each
-        return {**self.answer_tokens(inputs), "truncated": truncated}
+        # A batch with padding: the encoder on its real tokens only. Without (one text, or texts of one length),
+        # packing would only add its gathers and scatters.
+        logits = tf.cond(tf.reduce_sum(1 - inputs["input_mask"]) > 0,  # padding: ops on the serving allow-list
+                         lambda: self.model.call_real_tokens(inputs),
+                         lambda: self.model(inputs, training=False))  # (batch, classes) float32
+        return {**self._answer(logits), "truncated": truncated}
 
     def tflite_answer_text(self, texts):
         return super().answer_text(texts)  # fixed (batch, seq_length)
 
     def answer_tokens(self, inputs):
-        logits = self.model(inputs, training=False)  # (batch, classes) float32
+        return self._answer(self.model(inputs, training=False))
+
+    def _answer(self, logits):
+        """The outputs from the logits, (batch, classes) float32."""
         if self.is_regression:
             return {"score": logits[:, 0]}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch,)

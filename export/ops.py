@@ -27,7 +27,7 @@ SENTENCEPIECE_OPS = frozenset({"TFText>FastSentencepieceTokenize"})
 CORE_OPS = frozenset({
     # graph plumbing and variables
     "Const", "Identity", "IdentityN", "NoOp", "Placeholder", "PartitionedCall", "StatefulPartitionedCall",
-    "ReadVariableOp", "VarHandleOp", "StopGradient",
+    "ReadVariableOp", "VarHandleOp", "StopGradient", "If", "StatelessIf",
     # shapes and layout
     "BroadcastTo", "ConcatV2", "Fill", "OnesLike", "Pack", "Range", "Reshape", "Shape", "StridedSlice",
     "ExpandDims", "Transpose", "Unpack", "ZerosLike",

@@ -89,19 +89,39 @@ class BertSelfAttention(keras.layers.Layer):
         query = dense_2d(self.query, hidden_states)  # (batch, seq, kept heads, head_size)
         key = dense_2d(self.key, hidden_states)  # (batch, seq, kept heads, head_size)
         value = dense_2d(self.value, hidden_states)  # (batch, seq, kept heads, head_size)
+        context = self._attend(query, key, value, attention_mask, training)  # (batch, seq, kept heads, head_size)
+        return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
+
+    def call_real_tokens(self, hidden_rows, real_tokens, attention_mask):
+        """`call` at inference on a batch's real tokens only: the projections run on their rows, the attention on
+        the (batch, seq) layout they are scattered back to.
+
+        Args:
+            hidden_rows: (tokens, hidden), the real tokens' rows (`real_tokens.pack` of the padded input).
+            real_tokens: the batch's `official_bert.layers.real_tokens.RealTokens`.
+            attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
+
+        Returns: (tokens, hidden), the rows of `call(...)` at the real tokens.
+        """
+        query, key, value = (real_tokens.unpack(dense_2d(layer, hidden_rows))  # (batch, seq, kept heads, head_size)
+                             for layer in (self.query, self.key, self.value))
+        context = self._attend(query, key, value, attention_mask, training=False)
+        return dense_2d(self.output_dense, real_tokens.pack(context))  # (tokens, hidden)
+
+    def _attend(self, query, key, value, attention_mask, training):
+        """The heads' attention-weighted values, (batch, seq, kept heads, head_size), from the projected
+        query / key / value (batch, seq, kept heads, head_size) and the (batch, seq) mask."""
         if self.uses_fused_attention(training):
             attend = ops.cast(attention_mask, "bool")[:, None, None, :]  # (batch, 1, 1, seq): True where attended
-            context = ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
-                                                flash_attention=None if keras.config.is_flash_attention_enabled() is
-                                                not False else False)  # (batch, seq, kept heads, head_size)
-            return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
+            return ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
+                                             flash_attention=None if keras.config.is_flash_attention_enabled() is
+                                             not False else False)
         # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
         attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
         scores = self._scaled_scores(query, key) + attention_bias  # (batch, kept heads, seq, seq) float32
         probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)
-        context = ops.einsum("bnqk,bknd->bqnd", probs, value)  # (batch, seq, kept heads, head_size)
-        return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
+        return ops.einsum("bnqk,bknd->bqnd", probs, value)
 
     def _scaled_scores(self, query, key):
         """`q.k / sqrt(head_size)` in float32: (batch, kept heads, seq, seq)."""

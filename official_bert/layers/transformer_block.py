@@ -70,12 +70,31 @@ class TransformerBlock(keras.layers.Layer):
         attention_output = self.attention(hidden_states, attention_mask, training=training)
         attention_output = self.attention_dropout(attention_output, training=training)
         hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
+        layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
+        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
+
+    def call_real_tokens(self, hidden_rows, real_tokens, attention_mask):
+        """`call` at inference on a batch's real tokens only (see `official_bert.layers.real_tokens`).
+
+        Args:
+            hidden_rows: (tokens, hidden) float32, the real tokens' rows.
+            real_tokens: the batch's `RealTokens`.
+            attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
+        Returns: (tokens, hidden) float32, the rows of `call(...)` at the real tokens.
+        """
+        hidden_rows = keras.ops.cast(hidden_rows, "float32")
+        attention_output = self.attention.call_real_tokens(hidden_rows, real_tokens, attention_mask)
+        hidden_rows = self.attention_layer_norm(hidden_rows + keras.ops.cast(attention_output, "float32"))
+        layer_output = self._feed_forward(hidden_rows, training=False)
+        return self.output_layer_norm(hidden_rows + keras.ops.cast(layer_output, "float32"))
+
+    def _feed_forward(self, hidden_states, training):
+        """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""
         # Inference on TensorFlow: the GELU as the plain op, fused with the matmul and bias (`dense_2d`).
         activation = get_fusable_activation(self.hidden_act) if not training and \
             keras.backend.backend() == "tensorflow" else None
-        intermediate = dense_2d(self.intermediate, hidden_states, activation)  # (batch, seq, intermediate)
-        layer_output = self.output_dropout(dense_2d(self.output_dense, intermediate), training=training)
-        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
+        intermediate = dense_2d(self.intermediate, hidden_states, activation)  # (..., intermediate)
+        return dense_2d(self.output_dense, intermediate)
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return hidden_states_shape

@@ -49,15 +49,10 @@ class BertClassifier(SequenceOutputModel):
         if config.is_roberta:
             pre_head = keras.layers.Dense(config.hidden_size, activation="tanh", kernel_initializer=init(),
                                           name="classifier_dense")
-            first_token = outputs["sequence_output"][:, 0, :]  # (batch, hidden)
-            features = dropout(pre_head(dropout(first_token)))  # (batch, hidden)
         elif config.model_type == "distilbert":
             pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
                                           name="pre_classifier")
-            features = dropout(pre_head(outputs["pooled_output"]))  # the first token: DistilBERT has no pooler
-        else:
-            features = dropout(outputs["pooled_output"])  # (batch, hidden)
-        logits = head(features)  # (batch, num_classes)
+        logits = _head_logits(config, outputs, dropout, pre_head, head)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
@@ -65,6 +60,19 @@ class BertClassifier(SequenceOutputModel):
         self.pre_head = pre_head
         self.head = head
         self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
+
+    def call_real_tokens(self, inputs):
+        """`self(inputs, training=False)` with the encoder run on the real tokens only
+        (`BertEncoder.encode_real_tokens`): the same logits up to float rounding, at the real tokens' share of the
+        padded batch's compute. For served batches of unequal texts.
+
+        Args:
+            inputs: the encoder's dict of (batch, seq) int32 inputs.
+
+        Returns: logits (batch, num_classes) float32.
+        """
+        outputs = self.encoder.encode_real_tokens(inputs)
+        return _head_logits(self.encoder.config, outputs, None, self.pre_head, self.head)  # no dropout at inference
 
     def default_loss(self):
         """Cross-entropy of the logits; mean squared error for regression (`num_classes=1`)."""
@@ -84,3 +92,19 @@ class BertClassifier(SequenceOutputModel):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _head_logits(config, encoder_outputs, dropout, pre_head, head):
+    """The family's head on the encoder's outputs (see `BertClassifier`): (batch, num_classes) logits.
+    `dropout`: the head's Dropout layer, or None at inference."""
+    def drop(x):
+        return x if dropout is None else dropout(x)
+
+    if config.is_roberta:
+        first_token = encoder_outputs["sequence_output"][:, 0, :]  # (batch, hidden)
+        features = drop(pre_head(drop(first_token)))
+    elif config.model_type == "distilbert":  # the first token: DistilBERT has no pooler
+        features = drop(pre_head(encoder_outputs["pooled_output"]))
+    else:
+        features = drop(encoder_outputs["pooled_output"])  # (batch, hidden)
+    return head(features)

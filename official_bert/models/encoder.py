@@ -5,6 +5,8 @@ import keras
 
 from official_bert.config import BertConfig
 from official_bert.layers import BertEmbeddings, TransformerBlock
+from official_bert.layers.matmul_dense import dense_2d
+from official_bert.layers.real_tokens import RealTokens
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -74,10 +76,8 @@ class BertEncoder(keras.Model):
             hidden_states = projection(hidden_states)  # (batch, seq, hidden)
         embedding_output = hidden_states
         encoder_outputs = []
-        per_layer = config.inner_group_num  # 1 outside ALBERT (its config checks that)
-        for i in range(config.num_hidden_layers):
-            group = config.layer_group(i)
-            for block in blocks[group * per_layer:(group + 1) * per_layer]:  # one block, or ALBERT's shared group
+        for layer_blocks in _blocks_by_layer(config, blocks):
+            for block in layer_blocks:
                 hidden_states = block(hidden_states, inputs["input_mask"])
             encoder_outputs.append(hidden_states)
         first_token = hidden_states[:, 0, :]  # (batch, hidden)
@@ -92,6 +92,32 @@ class BertEncoder(keras.Model):
         self.embedding_projection = projection  # ALBERT's E -> H dense layer; None elsewhere
         self.pooler = pooler
 
+    def encode_real_tokens(self, inputs):
+        """`self(inputs, training=False)`'s `sequence_output` and `pooled_output`, with every layer after the
+        embeddings run on the batch's real tokens only (`official_bert.layers.real_tokens`): for batches of unequal
+        lengths, where padding would otherwise take its share of every matmul.
+
+        Args:
+            inputs: the encoder's dict of (batch, seq) int32 inputs.
+
+        Returns:
+            dict with `sequence_output` (batch, seq, hidden), equal to `self(inputs)`'s at the real tokens (up to
+            float rounding) and 0 at the padding, and `pooled_output` (batch, hidden).
+        """
+        mask = inputs["input_mask"]
+        real_tokens = RealTokens(mask)
+        hidden = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+        rows = real_tokens.pack(hidden)  # (tokens, embedding)
+        if self.embedding_projection is not None:
+            rows = dense_2d(self.embedding_projection, rows)  # (tokens, hidden)
+        for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):
+            for block in layer_blocks:
+                rows = block.call_real_tokens(rows, real_tokens, mask)
+        sequence_output = real_tokens.unpack(rows)  # (batch, seq, hidden)
+        first_token = sequence_output[:, 0, :]  # (batch, hidden)
+        pooled_output = dense_2d(self.pooler, first_token) if self.pooler is not None else first_token
+        return {"sequence_output": sequence_output, "pooled_output": pooled_output}
+
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
 
@@ -103,6 +129,14 @@ class BertEncoder(keras.Model):
 def _num_blocks(config) -> int:
     """Distinct transformer blocks: one per layer, or ALBERT's `num_hidden_groups * inner_group_num` shared ones."""
     return config.num_hidden_groups * config.inner_group_num if config.is_albert else config.num_hidden_layers
+
+
+def _blocks_by_layer(config, blocks):
+    """The blocks each of the `num_hidden_layers` layers runs, in order: its own block, or ALBERT's shared group."""
+    per_layer = config.inner_group_num  # 1 outside ALBERT (its config checks that)
+    for i in range(config.num_hidden_layers):
+        group = config.layer_group(i)
+        yield blocks[group * per_layer:(group + 1) * per_layer]
 
 
 def _block_name(config, index) -> str:

@@ -82,16 +82,22 @@ def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_pa
     module = build_module(str(model_dir), str(tmp_path))
     seen_lengths = []  # the static sequence length each traced graph feeds the model
 
-    def recording_model(inputs, **kwargs):
-        seen_lengths.append(inputs["input_word_ids"].shape[1])
-        return model(inputs, **kwargs)
+    class RecordingModel:
+        def __call__(self, inputs, **kwargs):
+            seen_lengths.append(inputs["input_word_ids"].shape[1])
+            return model(inputs, **kwargs)
 
-    module.model = recording_model  # before the functions' first trace
+        def call_real_tokens(self, inputs):  # the raw-text graph's branch for batches with padding
+            seen_lengths.append(inputs["input_word_ids"].shape[1])
+            return model.call_real_tokens(inputs)
+
+    module.model = RecordingModel()  # before the functions' first trace
     short = tf.constant(SST2_TEXTS[:2])  # 10 and 5 pieces: packed [CLS] ... [SEP] = 12 and 7
     served = module.serving_default.get_concrete_function()(short)
     lite = module.tflite_serving_default.get_concrete_function()(short)
     assert module.tflite_serving_default is not module.serving_default
-    assert seen_lengths == [None, 24]  # the raw-text graph slices to the longest text; TFLite keeps 24
+    # The raw-text graph slices to the longest text (both branches: with and without padding); TFLite keeps 24.
+    assert seen_lengths == [None, None, 24]
     logits = model(_packed(vocab_file, SST2_TEXTS[:2], 24), training=False).numpy()
     np.testing.assert_allclose(served["logits"].numpy(), logits, atol=1e-5, rtol=0)
     np.testing.assert_allclose(lite["logits"].numpy(), logits, atol=1e-5, rtol=0)
@@ -113,7 +119,8 @@ def test_regression_gives_a_score(tmp_path, vocab_file):
 def test_model_dir_errors_name_the_problem(tmp_path, vocab_file):
     info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     model_dir, _ = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=3)
-    with pytest.raises(ValueError, match="max_seq_length=65 must be between 3 and the model's max_position_embeddings=64"):
+    with pytest.raises(ValueError,
+                       match="max_seq_length=65 must be between 3 and the model's max_position_embeddings=64"):
         build_module(str(model_dir), str(tmp_path), max_seq_length=65)
     os.remove(model_dir / "model.weights.h5")
     with pytest.raises(FileNotFoundError, match="no model.weights.h5"):
