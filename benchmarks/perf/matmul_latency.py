@@ -14,19 +14,12 @@ import argparse
 import json
 import subprocess
 import sys
-import time
+
+from benchmarks.perf.timing import measure
 
 
 def _median_us(call, repeats):
-    for _ in range(20):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2] * 1e6
+    return measure(call, repeats=repeats, warmup=20)["median_s"] * 1e6
 
 
 def _time_tensorflow(shapes, rows, repeats, chain):
