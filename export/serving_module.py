@@ -54,8 +54,8 @@ class ServingModule(tf.Module):
         def serve_lite(*texts):
             return self.tflite_answer_text(list(texts))
 
-        def serve_examples(examples):
-            return self.answer_text(parse_text_examples(examples, self.text_features))
+        def serve_examples(examples):  # calls serving_default's function: the SavedModel stores the model once
+            return self.serving_default(*parse_text_examples(examples, self.text_features))
 
         def serve_tokens(input_word_ids, input_mask, input_type_ids):
             return self.answer_tokens({"input_word_ids": input_word_ids, "input_mask": input_mask,
