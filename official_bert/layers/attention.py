@@ -97,16 +97,16 @@ class BertSelfAttention(keras.layers.Layer):
         the (batch, seq) layout they are scattered back to.
 
         Args:
-            hidden_rows: (tokens, hidden), the real tokens' rows (`real_tokens.pack` of the padded input).
+            hidden_rows: (1, tokens, hidden), the real tokens (`real_tokens.pack` of the padded input).
             real_tokens: the batch's `official_bert.layers.real_tokens.RealTokens`.
             attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
 
-        Returns: (tokens, hidden), the rows of `call(...)` at the real tokens.
+        Returns: (1, tokens, hidden), `call(...)` at the real tokens.
         """
         query, key, value = (real_tokens.unpack(dense_2d(layer, hidden_rows))  # (batch, seq, kept heads, head_size)
                              for layer in (self.query, self.key, self.value))
         context = self._attend(query, key, value, attention_mask, training=False)
-        return dense_2d(self.output_dense, real_tokens.pack(context))  # (tokens, hidden)
+        return dense_2d(self.output_dense, real_tokens.pack(context))  # (1, tokens, hidden)
 
     def _attend(self, query, key, value, attention_mask, training):
         """The heads' attention-weighted values, (batch, seq, kept heads, head_size), from the projected

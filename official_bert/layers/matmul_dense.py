@@ -29,7 +29,7 @@ def dense_2d(layer, inputs, activation=None):
         (..., output dims) in the layer's compute dtype, equal to `layer(inputs)` up to float rounding.
     """
     if layer.quantization_mode is not None or getattr(layer, "lora_enabled", False):
-        return _keras_call(layer, inputs)
+        return layer(inputs)
     if activation is None:
         activation = getattr(layer, "activation", None)
     dtype = layer.compute_dtype
@@ -47,20 +47,6 @@ def dense_2d(layer, inputs, activation=None):
     if activation is not None:
         y = activation(y)
     return ops.reshape(y, tuple(leading) + out_dims)
-
-
-def _keras_call(layer, inputs):
-    """`layer(inputs)`; an `EinsumDense` given fewer leading axes than its equation names (e.g. packed token rows,
-    (tokens, hidden), for "abc,cde->abde") gets them as size-1 axes for the call."""
-    missing = 0
-    if isinstance(layer, keras.layers.EinsumDense):
-        missing = len(layer.equation.replace(" ", "").split(",")[0]) - len(inputs.shape)
-    for _ in range(missing):
-        inputs = ops.expand_dims(inputs, 0)
-    outputs = layer(inputs)
-    for _ in range(missing):
-        outputs = ops.squeeze(outputs, 0)
-    return outputs
 
 
 def _bias_add(matrix, bias):

@@ -2,7 +2,8 @@
 
 A served batch is padded to its longest text: on the SST-2 dev sentences in requests of 32, half the positions
 are padding. Every dense layer of a transformer block works on each position alone, so it can run on the real
-tokens only, packed into (tokens, width) rows; only the attention needs the (batch, seq) layout, and gets it by
+tokens only, packed into one row of (1, tokens, width): a batch of one sequence holding every real token, which
+every layer takes as it takes a padded batch. Only the attention needs the (batch, seq) layout, and gets it by
 scattering its queries, keys and values back (zeros at the padding, which the mask hides anyway).
 """
 
@@ -26,13 +27,13 @@ class RealTokens:
         self.indices = ops.cast(ops.nonzero(flat_mask)[0], "int32")  # (tokens,)
 
     def pack(self, padded):
-        """(batch, seq, ...) -> (tokens, ...): the real tokens' rows."""
+        """(batch, seq, ...) -> (1, tokens, ...): the real tokens, in one row."""
         trailing = tuple(padded.shape[2:])
-        return ops.take(ops.reshape(padded, (-1,) + trailing), self.indices, axis=0)
+        return ops.take(ops.reshape(padded, (-1,) + trailing), self.indices, axis=0)[None]
 
     def unpack(self, packed):
-        """(tokens, ...) -> (batch, seq, ...): the rows back in place, zeros at the padding."""
-        trailing = tuple(packed.shape[1:])
-        flat = ops.scatter(ops.expand_dims(self.indices, -1), packed,
+        """(1, tokens, ...) -> (batch, seq, ...): the tokens back in place, zeros at the padding."""
+        trailing = tuple(packed.shape[2:])
+        flat = ops.scatter(ops.expand_dims(self.indices, -1), packed[0],
                            (self.batch * self.seq,) + trailing)  # (batch * seq, ...)
         return ops.reshape(flat, (self.batch, self.seq) + trailing)

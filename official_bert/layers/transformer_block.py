@@ -68,25 +68,28 @@ class TransformerBlock(keras.layers.Layer):
         Returns: (batch, seq, hidden) float32.
         """
         attention_output = self.attention(hidden_states, attention_mask, training=training)
-        attention_output = self.attention_dropout(attention_output, training=training)
-        hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
-        layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
-        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
+        return self._after_attention(hidden_states, attention_output, training)
 
     def call_real_tokens(self, hidden_rows, real_tokens, attention_mask):
         """`call` at inference on a batch's real tokens only (see `official_bert.layers.real_tokens`).
 
         Args:
-            hidden_rows: (tokens, hidden) float32, the real tokens' rows.
+            hidden_rows: (1, tokens, hidden) float32, the real tokens (`real_tokens.pack`).
             real_tokens: the batch's `RealTokens`.
             attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
-        Returns: (tokens, hidden) float32, the rows of `call(...)` at the real tokens.
+        Returns: (1, tokens, hidden) float32, `call(...)` at the real tokens.
         """
         hidden_rows = keras.ops.cast(hidden_rows, "float32")
         attention_output = self.attention.call_real_tokens(hidden_rows, real_tokens, attention_mask)
-        hidden_rows = self.attention_layer_norm(hidden_rows + keras.ops.cast(attention_output, "float32"))
-        layer_output = self._feed_forward(hidden_rows, training=False)
-        return self.output_layer_norm(hidden_rows + keras.ops.cast(layer_output, "float32"))
+        return self._after_attention(hidden_rows, attention_output, training=False)
+
+    def _after_attention(self, hidden_states, attention_output, training):
+        """Both residual sublayers after the attention: `LayerNorm(x + dropout(attention))`, then the feed-forward's
+        `LayerNorm(x + dropout(ffn(x)))`; (..., hidden) float32 in and out."""
+        attention_output = self.attention_dropout(attention_output, training=training)
+        hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
+        layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
+        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
 
     def _feed_forward(self, hidden_states, training):
         """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""

@@ -107,9 +107,9 @@ class BertEncoder(keras.Model):
         mask = inputs["input_mask"]
         real_tokens = RealTokens(mask)
         hidden = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
-        rows = real_tokens.pack(hidden)  # (tokens, embedding)
+        rows = real_tokens.pack(hidden)  # (1, tokens, embedding)
         if self.embedding_projection is not None:
-            rows = dense_2d(self.embedding_projection, rows)  # (tokens, hidden)
+            rows = dense_2d(self.embedding_projection, rows)  # (1, tokens, hidden)
         for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):
             for block in layer_blocks:
                 rows = block.call_real_tokens(rows, real_tokens, mask)

@@ -37,7 +37,7 @@ def test_pack_and_unpack_round_trip_with_zeros_at_the_padding():
     values = np.arange(3 * 4 * 2, dtype="float32").reshape(3, 4, 2) + 1
     real = RealTokens(mask)
     rows = keras.ops.convert_to_numpy(real.pack(values))
-    np.testing.assert_array_equal(rows, values[mask == 1])  # batch-major order
+    np.testing.assert_array_equal(rows, values[mask == 1][None])  # one row of the real tokens, batch-major
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(real.unpack(rows)), values * mask[..., None])
 
 
@@ -74,5 +74,5 @@ def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     inputs = _inputs([12, 3, 8], seed=2)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
     got = keras.ops.convert_to_numpy(model.call_real_tokens(inputs))
-    # Activations are quantized per call over the tensor they see: packed rows vs padded ones differ in range.
+    # Activations are quantized per call over the tensor they see: packed tokens vs padded ones differ in range.
     np.testing.assert_allclose(got, expected, atol=0.05)
