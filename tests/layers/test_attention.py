@@ -65,6 +65,21 @@ def test_fused_attention_equals_the_einsum_path_in_values_and_gradients(fused):
     np.testing.assert_allclose(layer(changed, mask)[0, :7], fused[0, :7], atol=2e-5, rtol=0)
 
 
+def test_fused_attention_passes_a_mask_of_the_scores_shape(fused, monkeypatch):
+    """cuDNN's flash kernel (JAX on GPU) takes a (batch, 1, seq, seq) mask only; Keras runs plain attention for a
+    (batch, 1, 1, seq) one."""
+    from official_bert.layers import attention
+
+    seen = []
+    original = attention.ops.dot_product_attention
+    monkeypatch.setattr(attention.ops, "dot_product_attention",
+                        lambda *args, mask, **kwargs: seen.append(mask) or original(*args, mask=mask, **kwargs))
+    hidden, mask = _inputs()
+    _layer(0.0)(hidden, mask)
+    assert len(seen) == 1 and tuple(seen[0].shape) == (BATCH, 1, SEQ, SEQ)
+    np.testing.assert_array_equal(np.asarray(seen[0])[:, 0], np.broadcast_to(mask[:, None, :] == 1, (BATCH, SEQ, SEQ)))
+
+
 def test_training_with_attention_dropout_keeps_the_einsum_path(fused):
     layer = _layer(0.1)
     assert not layer.uses_fused_attention(training=True) and layer.uses_fused_attention(training=False)
