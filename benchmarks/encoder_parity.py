@@ -22,7 +22,8 @@ SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA",
 
 def max_differences(encoder, reference, name):
     mask = reference[f"{name}_padding_mask"].astype(bool)
-    outputs = encoder({"input_word_ids": reference[f"{name}_input_ids"], "input_mask": reference[f"{name}_padding_mask"],
+    outputs = encoder({"input_word_ids": reference[f"{name}_input_ids"],
+                       "input_mask": reference[f"{name}_padding_mask"],
                        "input_type_ids": reference[f"{name}_segment_ids"]})
     sequence = outputs["sequence_output"].numpy()
     mean = (sequence * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)

@@ -10,8 +10,8 @@ SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT
 
 
 def add_finetune_flags(parser, head, epochs, learning_rate):
-    """Adds --checkpoint, --epochs, --learning_rate, --mixed_precision, --jit_compile, --seed/--seeds,
-    --same_start, --dropout and --out.
+    """Adds --checkpoint, --epochs, --learning_rate, --mixed_precision, --jit_compile, --pytorch_attention,
+    --seed/--seeds, --same_start, --dropout and --out.
 
     Args:
         parser: an `argparse.ArgumentParser`.
@@ -24,6 +24,9 @@ def add_finetune_flags(parser, head, epochs, learning_rate):
     parser.add_argument("--mixed_precision", choices=["bfloat16"], default=None)
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None,
                         help="ours: true/false; default: the library's default for this device")
+    parser.add_argument("--pytorch_attention", choices=("sdpa", "eager"), default="sdpa",
+                        help="the peer's attention: transformers' default (sdpa) or its eager einsums (issue 27's "
+                             "seed spreads used eager)")
     add_seed_flags(parser)
     add_same_start_flag(parser, head)
     add_dropout_flag(parser)

@@ -5,9 +5,11 @@
 
 Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 with AdamW (learning rate, weight decay 0.01 except
 LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup over 10% of the steps then
-linear decay, batch 32, sequences padded/truncated to 128 (longest first), dropout 0.1, the same number of
+linear decay, batch 32, pairs truncated to 128 pieces (longest first), dropout 0.1, the same number of
 steps. Ours runs through the CLI (`python -m tasks.run_classifier`); the peer is a plain PyTorch loop over
-`BertForSequenceClassification`. Both start from the same weights: the checkpoint's encoder and one
+`BertForSequenceClassification` with transformers' defaults: SDPA attention, each training batch cut to its
+longest pair (`--pytorch_attention=eager --pytorch_padding=max_length` is issue 27's seed-spread setting). Both
+start from the same weights: the checkpoint's encoder and one
 classification head drawn by transformers under `--seed` (`benchmarks/start_checkpoint.py`; `--no-same_start`
 lets each side draw its own). Prints dev metrics and steady-state training examples/second (first step, which
 compiles, left out) for both, and the ratios, per seed; then over the `--seeds` seeds (3 by default:
@@ -62,7 +64,7 @@ def run_pytorch(task, data_dir, checkpoint, args):
     glue_task = get_glue_task(task)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
     model = transformers.BertForSequenceClassification.from_pretrained(
-        checkpoint, num_labels=glue_task.num_classes, attn_implementation="eager")
+        checkpoint, num_labels=glue_task.num_classes, attn_implementation=args.pytorch_attention)
 
     def encode(examples):
         texts = (examples.text_a, examples.text_b) if examples.text_b is not None else (examples.text_a,)
@@ -73,7 +75,8 @@ def run_pytorch(task, data_dir, checkpoint, args):
     dev = read_glue_tsv(glue_task, os.path.join(data_dir, "dev.tsv"), "dev")
     features, labels = encode(train), torch.tensor(train.labels)
     seconds, rate = train_pytorch(model, features, labels, len(train), args.epochs, args.learning_rate, args.seed,
-                                  bfloat16=args.mixed_precision == "bfloat16", log_every=20)
+                                  bfloat16=args.mixed_precision == "bfloat16", log_every=20,
+                                  trim_padding=args.pytorch_padding == "longest")
     model.eval()
     dev_features, predictions = encode(dev), []
     with torch.no_grad():
@@ -124,6 +127,10 @@ def main():
     parser.add_argument("--task", default="MRPC")
     parser.add_argument("--data_dir", default=None, help="default: ../shared/data/glue/<task>")
     parser.add_argument("--max_train_examples", type=int, default=None, help="seeded subset of train")
+    parser.add_argument("--pytorch_padding", choices=("longest", "max_length"), default="longest",
+                        help="the peer's training batches: each cut to its longest pair (transformers' "
+                             "DataCollatorWithPadding) or all 128 pieces (run_glue.py's --pad_to_max_length; "
+                             "issue 27's seed spreads)")
     add_finetune_flags(parser, "classification head", epochs=3.0, learning_rate=5e-5)
     args = parser.parse_args()
     check_finetune_flags(parser, args)

@@ -80,7 +80,7 @@ def run_pytorch(train, test, checkpoint, args):
     label_ids = {tag: i for i, tag in enumerate(labels)}
     tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
     model = transformers.BertForTokenClassification.from_pretrained(checkpoint, num_labels=len(labels),
-                                                                    attn_implementation="eager")
+                                                                    attn_implementation=args.pytorch_attention)
 
     def encode(examples, with_labels):
         features = tokenizer(examples.words, is_split_into_words=True, truncation=True, max_length=128,

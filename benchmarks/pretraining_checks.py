@@ -111,7 +111,8 @@ def unigram_figures(train_ids, heldout_ids, vocab_size):
 
 def pretrain(model_dir, args, heldout, *flags):
     """`tasks.run_pretraining` with the shared flags, evaluating on `heldout`; returns its eval_results.json."""
-    run("tasks.run_pretraining", f"--model_dir={model_dir}", f"--eval_files={heldout}", f"--max_seq_length={args.max_seq_length}",
+    run("tasks.run_pretraining", f"--model_dir={model_dir}", f"--eval_files={heldout}",
+        f"--max_seq_length={args.max_seq_length}",
         f"--max_predictions_per_seq={args.max_predictions_per_seq}", f"--train_batch_size={args.train_batch_size}",
         f"--eval_batch_size={args.eval_batch_size}", "--max_eval_steps=100000", f"--seed={args.seed}",
         f"--log_steps={args.log_steps}", f"--checkpoint_steps={args.checkpoint_steps}", "--do_eval",

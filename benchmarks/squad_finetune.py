@@ -146,7 +146,8 @@ def run_pytorch(paths, eval_data, args, work):
         return examples, features, inputs
 
     torch.manual_seed(args.seed)
-    model = transformers.BertForQuestionAnswering.from_pretrained(args.checkpoint, attn_implementation="eager")
+    model = transformers.BertForQuestionAnswering.from_pretrained(args.checkpoint,
+                                                                  attn_implementation=args.pytorch_attention)
     _, train_features, train_inputs = windows(paths["train"], True)
     labels = {"start_positions": torch.tensor(train_features.start_positions, dtype=torch.long),
               "end_positions": torch.tensor(train_features.end_positions, dtype=torch.long)}
