@@ -50,7 +50,8 @@ def test_mixed_precision_keeps_float32_logits_close_to_float32():
         mixed = _head()
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    for target, source in zip(mixed.embedding_layer.weights + mixed.weights, full.embedding_layer.weights + full.weights):
+    for target, source in zip(mixed.embedding_layer.weights + mixed.weights,
+                              full.embedding_layer.weights + full.weights):
         target.assign(source.numpy())
     logits = mixed(sequence, positions)
     assert logits.dtype == "float32" and mixed.layer_norm.dtype == "float32"
