@@ -115,9 +115,9 @@ class BertSelfAttention(keras.layers.Layer):
             # cuDNN's flash kernel (JAX on GPU) takes a mask of the scores' own (seq, seq) shape only; with a
             # (batch, 1, 1, seq) mask Keras falls back to plain XLA attention (measured on an H200: 336 against
             # 421 BERT-Large training sequences/s).
-            seq = ops.shape(query)[1]
+            batch, seq = ops.shape(query)[:2]
             attend = ops.broadcast_to(ops.cast(attention_mask, "bool")[:, None, None, :],
-                                      (ops.shape(query)[0], 1, seq, seq))  # (batch, 1, seq, seq): True where attended
+                                      (batch, 1, seq, seq))  # (batch, 1, seq, seq): True where attended
             return ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
                                              flash_attention=None if keras.config.is_flash_attention_enabled() is
                                              not False else False)
