@@ -4,7 +4,8 @@ Rows: the teacher (all-MiniLM-L6-v2 fine-tuned with `tasks.run_classifier`); a 3
 (layers 0, 2, 4) fine-tuned on the labels only (`tasks.distill --alpha=1`); the same student distilled
 (`tasks.distill --cache_teacher`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8
 SavedModel (`export.saved_model --precision=int8`); its full-int8 TFLite (`export.tflite --quantize=full_int8`,
-calibrated on training texts); the teacher with half its layers pruned by dev importance and fine-tuned (`tasks.prune`).
+calibrated on training texts); the teacher with half its attention heads pruned by dev importance, and with half its
+layers pruned the same way, each fine-tuned distilled from it (`tasks.prune --prune_heads=0.5`, `--keep_layers=3`).
 Columns: dev accuracy and F1, size on disk of the export, parameters, raw-text batch-1 p50 latency and batch-32
 throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT), and ratios to the teacher.
 
@@ -153,6 +154,9 @@ def run_task(task, args, rows):
     pruned = os.path.join(work, "layers_pruned_50")
     _train("tasks.prune", pruned, f"--teacher={teacher}", "--keep_layers=3", *common)
     row("layers_pruned_50", pruned, lambda: saved(pruned, "layers_pruned_50"))
+    heads = os.path.join(work, "heads_pruned_50")
+    _train("tasks.prune", heads, f"--teacher={teacher}", "--prune_heads=0.5", *common)
+    row("heads_pruned_50", heads, lambda: saved(heads, "heads_pruned_50"))
 
 
 def _dev_set(task, args):
