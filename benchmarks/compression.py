@@ -3,9 +3,10 @@
 Rows: the teacher (all-MiniLM-L6-v2 fine-tuned with `tasks.run_classifier`); a 3-layer student cut from it
 (layers 0, 2, 4) fine-tuned on the labels only (`tasks.distill --alpha=1`); the same student distilled
 (`tasks.distill --cache_teacher`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8
-SavedModel (`export.saved_model --precision=int8`); its full-int8 TFLite (`export.tflite --quantize=full_int8`,
-calibrated on training texts); the teacher with half its attention heads pruned by dev importance, and with half its
-layers pruned the same way, each fine-tuned distilled from it (`tasks.prune --prune_heads=0.5`, `--keep_layers=3`).
+SavedModel (`export.saved_model --precision=int8`); its dynamic-int8 TFLite (`export.tflite
+--quantize=dynamic_int8`) and full-int8 TFLite (`--quantize=full_int8`, calibrated on training texts); the teacher
+with half its attention heads pruned by dev importance, and with half its layers pruned the same way, each
+fine-tuned distilled from it (`tasks.prune --prune_heads=0.5`, `--keep_layers=3`).
 Columns: dev accuracy and F1, size on disk of the export, parameters, raw-text batch-1 p50 latency and batch-32
 throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT), and ratios to the teacher.
 
@@ -142,15 +143,16 @@ def run_task(task, args, rows):
                    "--cache_teacher", f"--seed={seed}", *common)
             row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n))
     row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"))
-    lite = os.path.join(work, "teacher_full_int8.tflite")
-    if not os.path.isfile(lite):
-        train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
-        columns_train = [train.text_a] + ([train.text_b] if train.text_b is not None else [])
-        examples = list(zip(*columns_train))[:args.calibration_examples]
-        with open(lite + ".tmp", "wb") as f:
-            f.write(tflite.convert(saved(teacher, "teacher"), "serving_default", "full_int8", examples))
-        os.replace(lite + ".tmp", lite)
-    row("full_int8_tflite", teacher, lambda: lite, "tflite")
+    train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
+    calibration = list(zip(*[train.text_a] + ([train.text_b] if train.text_b is not None else [])))
+    for quantize in ("dynamic_int8", "full_int8"):
+        lite = os.path.join(work, f"teacher_{quantize}.tflite")
+        if not os.path.isfile(lite):
+            examples = calibration[:args.calibration_examples] if quantize == "full_int8" else None
+            with open(lite + ".tmp", "wb") as f:
+                f.write(tflite.convert(saved(teacher, "teacher"), "serving_default", quantize, examples))
+            os.replace(lite + ".tmp", lite)
+        row(f"{quantize}_tflite", teacher, lambda path=lite: path, "tflite")
     pruned = os.path.join(work, "layers_pruned_50")
     _train("tasks.prune", pruned, f"--teacher={teacher}", "--keep_layers=3", *common)
     row("layers_pruned_50", pruned, lambda: saved(pruned, "layers_pruned_50"))
