@@ -216,7 +216,8 @@ def main():
     parser.add_argument("--tasks", default="SST-2,MRPC", help="GLUE tasks.")
     parser.add_argument("--data", default=DATA, help="The shared data directory (glue/<task>/).")
     parser.add_argument("--teacher_checkpoint", default=os.path.join(DATA, "all-MiniLM-L6-v2"))
-    parser.add_argument("--seeds", type=int, default=3, help="Student seeds (42, 43, ...).")
+    parser.add_argument("--seeds", type=int, default=3, help="Student seeds (42, 43, ...); a resumed run may "
+                        "raise it to add seeds.")
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--num_train_steps", type=int, default=None, help="Every training run's steps (default: "
                         "3 epochs).")
@@ -228,7 +229,8 @@ def main():
                         "machine), keeping the trained models and their accuracy.")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    check_same_flags(args.out, args, ignore=("out", "latency_texts", "measure_speed_again"))
+    # (a resumed run may add seeds: each seed's rows are trained on their own)
+    check_same_flags(args.out, args, ignore=("out", "latency_texts", "measure_speed_again", "seeds"))
     path = os.path.join(args.out, "rows.json")
     rows = read_json(path) if os.path.isfile(path) else {}
     for task in args.tasks.split(","):

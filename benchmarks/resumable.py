@@ -38,7 +38,7 @@ def check_same_flags(work, args, ignore=("out",)):
     path = os.path.join(work, "benchmark.json")
     if os.path.exists(path):
         recorded = read_json(path)
-        for name in sorted(set(flags) | set(recorded)):
+        for name in sorted((set(flags) | set(recorded)) - set(ignore)):
             if flags.get(name) != recorded.get(name):
                 raise ValueError(f"{path}: --{name} was {recorded.get(name)!r} in the run being resumed, now "
                                  f"{flags.get(name)!r}; pass the same flags or a fresh --out")
