@@ -2,7 +2,7 @@
 
 Rows: the teacher (all-MiniLM-L6-v2 fine-tuned with `tasks.run_classifier`); a 3-layer student cut from it
 (layers 0, 2, 4) fine-tuned on the labels only (`tasks.distill --alpha=1`); the same student distilled
-(`tasks.distill --cache_teacher`, alpha 0.5, T 2), each over several seeds (mean and spread); the teacher's int8
+(`tasks.distill --cache_teacher`, alpha 0.5, T 2), each over several seeds (mean ± sample sd); the teacher's int8
 SavedModel (`export.saved_model --precision=int8`); its dynamic-int8 TFLite (`export.tflite
 --quantize=dynamic_int8`) and full-int8 TFLite (`--quantize=full_int8`, calibrated on training texts); the teacher
 with half its attention heads pruned by dev importance, and with half its layers pruned the same way, each
@@ -201,13 +201,16 @@ def print_table(rows, task):
     for name, values in groups.items():
         def stat(field):
             v = np.array([x[field] for x in values])
-            return f"{v.mean():.4f}" + (f"±{v.std():.4f}" if len(v) > 1 else "")
+            return f"{v.mean():.4f}" + (f"±{v.std(ddof=1):.4f}" if len(v) > 1 else "")  # mean ± sample sd
 
-        mean = {f: float(np.mean([x[f] for x in values])) for f in values[0] if f not in ("export", "format")}
+        fields = set.intersection(*(set(x) for x in values)) - {"export", "format"}
+        mean = {f: float(np.mean([x[f] for x in values])) for f in fields}
+        timed = "p50_ms" in mean and "p50_ms" in teacher
+        speed = (f"{mean['p50_ms']:>7.2f} {teacher['p50_ms'] / mean['p50_ms']:>7.2f} {mean['examples_per_s']:>9.1f}"
+                 if timed else f"{'-':>7} {'-':>7} {'-':>9}")
         print(f"{name + (f' (x{len(values)})' if len(values) > 1 else ''):<20} {stat('accuracy'):>15} {stat('f1'):>15} "
               f"{100 * mean['accuracy'] / teacher['accuracy']:>9.1f} {mean['size_mb']:>9.1f} {mean['params']:>10.0f} "
-              f"{mean['p50_ms']:>7.2f} {teacher['p50_ms'] / mean['p50_ms']:>7.2f} {mean['examples_per_s']:>9.1f} "
-              f"{teacher['size_mb'] / mean['size_mb']:>7.2f}")
+              f"{speed} {teacher['size_mb'] / mean['size_mb']:>7.2f}")
 
 
 def main():
@@ -227,16 +230,19 @@ def main():
                         "calibrates on.")
     parser.add_argument("--measure_speed_again", action="store_true", help="Time every row again (e.g. on a quiet "
                         "machine), keeping the trained models and their accuracy.")
+    parser.add_argument("--skip_speed", action="store_true", help="Train, export and score every row, and leave the "
+                        "speed columns to a later run (e.g. with the machine quiet).")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     # (a resumed run may add seeds: each seed's rows are trained on their own)
-    check_same_flags(args.out, args, ignore=("out", "latency_texts", "measure_speed_again", "seeds"))
+    check_same_flags(args.out, args, ignore=("out", "latency_texts", "measure_speed_again", "skip_speed", "seeds"))
     path = os.path.join(args.out, "rows.json")
     rows = read_json(path) if os.path.isfile(path) else {}
     for task in args.tasks.split(","):
         run_task(task, args, rows)
     for task in args.tasks.split(","):
-        measure_speed(task, args, rows, again=args.measure_speed_again)
+        if not args.skip_speed:
+            measure_speed(task, args, rows, again=args.measure_speed_again)
     for task in args.tasks.split(","):
         print_table(rows, task)
 
