@@ -110,7 +110,6 @@ def run_task(task, args, rows):
     values), saving as it goes; the speed columns come later (`measure_speed`)."""
     from export import tflite
     from export.saved_model import export
-    from official_bert.data.glue import read_glue_tsv
 
     work, data_dir = os.path.join(args.out, task), os.path.join(args.data, "glue", task)
     steps = [f"--num_train_steps={args.num_train_steps}"] if args.num_train_steps else []
@@ -143,12 +142,11 @@ def run_task(task, args, rows):
                    "--cache_teacher", f"--seed={seed}", *common)
             row(f"{name}_seed{seed}", student, lambda s=student, n=f"{name}_seed{seed}": saved(s, n))
     row("int8_saved_model", teacher, lambda: saved(teacher, "teacher_int8", "int8"))
-    train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
-    calibration = list(zip(*[train.text_a] + ([train.text_b] if train.text_b is not None else [])))
     for quantize in ("dynamic_int8", "full_int8"):
         lite = os.path.join(work, f"teacher_{quantize}.tflite")
         if not os.path.isfile(lite):
-            examples = calibration[:args.calibration_examples] if quantize == "full_int8" else None
+            examples = (_calibration_examples(task, data_dir, args.calibration_examples)
+                        if quantize == "full_int8" else None)
             with open(lite + ".tmp", "wb") as f:
                 f.write(tflite.convert(saved(teacher, "teacher"), "serving_default", quantize, examples))
             os.replace(lite + ".tmp", lite)
@@ -159,6 +157,14 @@ def run_task(task, args, rows):
     heads = os.path.join(work, "heads_pruned_50")
     _train("tasks.prune", heads, f"--teacher={teacher}", "--prune_heads=0.5", *common)
     row("heads_pruned_50", heads, lambda: saved(heads, "heads_pruned_50"))
+
+
+def _calibration_examples(task, data_dir, count):
+    """The first `count` training examples of a GLUE task, tuples of its text columns (full_int8's calibration)."""
+    from official_bert.data.glue import read_glue_tsv
+
+    train = read_glue_tsv(task, os.path.join(data_dir, "train.tsv"), "train")
+    return list(zip(*[train.text_a] + ([train.text_b] if train.text_b is not None else [])))[:count]
 
 
 def _dev_set(task, args):

@@ -182,8 +182,9 @@ def _quantize_calibrated(calibrated, saved_model_dir):
     """
     from tensorflow.lite.python import convert as lite_convert
 
-    float_ops = _builtin_op_names(calibrated) - set(FULL_INT8_OPS)
-    float_nodes = feed_forward_outputs(calibrated)
+    graph = operators(calibrated)  # parsed once: the flatbuffer is the whole model, weights included
+    float_ops = {name for name, _, _ in graph if name != "CUSTOM"} - set(FULL_INT8_OPS)
+    float_nodes = feed_forward_outputs(graph)
     if not float_nodes:
         raise ValueError(f"{saved_model_dir}: no transformer feed-forward output layer (the widest dense input, "
                          "narrowed) found to keep in float32; full_int8 of every dense layer does not keep BERT's "
@@ -191,16 +192,19 @@ def _quantize_calibrated(calibrated, saved_model_dir):
     return lite_convert.mlir_quantize(calibrated, denylisted_ops=sorted(float_ops), denylisted_nodes=float_nodes)
 
 
-def feed_forward_outputs(model):
+def feed_forward_outputs(graph):
     """The output tensor names of a .tflite's transformer feed-forward output projections: the fully connected ops
     that read the widest input of all (intermediate_size) and narrow it (to hidden_size).
+
+    Args:
+        graph: `operators(model)` of the .tflite.
 
     Their outputs carry BERT's activation outliers: in all-MiniLM-L6-v2 they reach +-116 where most values are
     within +-1, so one int8 scale per tensor wipes out the rest of the residual stream (MRPC dev accuracy 40%
     against 77% in float).
     """
     dense = [(subgraph.tensors[op.inputs[1]].shape, subgraph.tensors[op.outputs[0]].name.decode())
-             for name, op, subgraph in operators(model) if name == "FULLY_CONNECTED"]  # kernel (out, in)
+             for name, op, subgraph in graph if name == "FULLY_CONNECTED"]  # kernel (out, in)
     widest = max((shape[1] for shape, _ in dense), default=0)
     return [output for shape, output in dense if shape[1] == widest and shape[0] < widest]
 
@@ -214,10 +218,6 @@ def operators(model):
     parsed = schema.ModelT.InitFromPackedBuf(model, 0)
     codes = [names[max(code.builtinCode, code.deprecatedBuiltinCode)] for code in parsed.operatorCodes]
     return [(codes[op.opcodeIndex], op, subgraph) for subgraph in parsed.subgraphs for op in subgraph.operators]
-
-
-def _builtin_op_names(model):
-    return {name for name, _, _ in operators(model) if name != "CUSTOM"}
 
 
 def custom_ops(model):

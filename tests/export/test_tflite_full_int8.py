@@ -35,7 +35,8 @@ def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
     for name, op, subgraph in tflite.operators(full):
         if name == "FULLY_CONNECTED":
             weight_types[subgraph.tensors[op.outputs[0]].name.decode()] = subgraph.tensors[op.inputs[1]].type
-    feed_forward_out = {n: t for n, t in weight_types.items() if n in tflite.feed_forward_outputs(plain)}
+    expected = set(tflite.feed_forward_outputs(tflite.operators(plain)))
+    feed_forward_out = {n: t for n, t in weight_types.items() if n in expected}
     assert len(feed_forward_out) == 2  # one per layer of the tiny classifier
     assert set(feed_forward_out.values()) == {schema.TensorType.FLOAT32}
     others = {t for n, t in weight_types.items() if n not in feed_forward_out}
@@ -50,7 +51,7 @@ def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
 
 def test_full_int8_refuses_a_graph_without_the_feed_forward_output(exports, mrpc_pairs, monkeypatch):
     """Quantizing every dense layer would lose the model's accuracy: without the layer to keep float, no model."""
-    monkeypatch.setattr(tflite, "feed_forward_outputs", lambda model: [])
+    monkeypatch.setattr(tflite, "feed_forward_outputs", lambda graph: [])
     with pytest.raises(ValueError, match="feed-forward output"):
         tflite.convert(exports["classifier"], "serving_default", "full_int8",
                        tflite.read_representative_file(str(mrpc_pairs)))
