@@ -31,6 +31,7 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
 import os
 import tempfile
 
+import numpy as np
 from absl import flags
 
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
@@ -100,8 +101,6 @@ def read_representative_file(path, limit=MAX_REPRESENTATIVE_EXAMPLES):
 def _representative_dataset(function_inputs, examples):
     """`converter.representative_dataset`: batches of one example keyed by the signature's text inputs, the
     fields of a line in the order `text`, `text_b` (SQuAD: `question`, `context`)."""
-    import tensorflow as tf
-
     names = [name for name in ("text", "text_b", "question", "context") if name in function_inputs]
     names += sorted(set(function_inputs) - set(names))
     if any(len(example) < len(names) for example in examples):
@@ -110,7 +109,10 @@ def _representative_dataset(function_inputs, examples):
 
     def dataset():
         for example in examples:
-            yield {name: tf.constant([text]) for name, text in zip(names, example)}
+            # UTF-8 bytes in a numpy array: the calibrator reads what it is fed exactly only so. With tf.constant it
+            # tokenized other text from run to run (its ranges changed between conversions), with an object array
+            # text of its own as well (ranges unlike the float model's own on the same texts).
+            yield {name: np.array([text.encode("utf-8")]) for name, text in zip(names, example)}
 
     return dataset
 

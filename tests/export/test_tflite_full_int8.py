@@ -49,6 +49,42 @@ def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
     np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
 
 
+def test_calibration_reads_the_representative_texts_as_given(exports, mrpc_pairs, monkeypatch):
+    """The calibrated range of each embedding lookup is the one the float model itself produces on those texts, and
+    two conversions calibrate alike (fed as tf.constant, the calibrator tokenized other text from run to run)."""
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    import tensorflow_text
+
+    examples = tflite.read_representative_file(str(mrpc_pairs))
+    calibrated = []
+    quantize = tflite._quantize_calibrated
+    monkeypatch.setattr(tflite, "_quantize_calibrated",
+                        lambda model, saved_model_dir: quantize(calibrated.append(model) or model, saved_model_dir))
+    models = [tflite.convert(exports["classifier"], "serving_default", "full_int8", examples) for _ in range(2)]
+    assert models[0] == models[1] and calibrated[0] == calibrated[1]
+
+    lookups = {}  # embedding lookup output name -> calibrated (min, max)
+    for name, op, subgraph in tflite.operators(calibrated[0]):
+        output = subgraph.tensors[op.outputs[0]]
+        if name == "GATHER" and output.quantization is not None and output.quantization.min is not None:
+            lookups[output.name.decode()] = (output.quantization.min[0], output.quantization.max[0])
+    assert lookups  # word, position and token type embeddings
+
+    plain = tflite.convert(exports["classifier"], "serving_default", "none")
+    float_model = InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+                                           model_content=plain, experimental_preserve_all_tensors=True)
+    runner = float_model.get_signature_runner("serving_default")
+    index = {detail["name"]: detail["index"] for detail in float_model.get_tensor_details()}
+    seen = {name: [] for name in lookups}
+    for text, text_b in examples:
+        runner(text=np.array([text.encode()]), text_b=np.array([text_b.encode()]))
+        for name in lookups:
+            seen[name].append(float_model.get_tensor(index[name]))
+    for name, (low, high) in lookups.items():
+        assert low == pytest.approx(min(v.min() for v in seen[name]))
+        assert high == pytest.approx(max(v.max() for v in seen[name]))
+
+
 def test_full_int8_refuses_a_graph_without_the_feed_forward_output(exports, mrpc_pairs, monkeypatch):
     """Quantizing every dense layer would lose the model's accuracy: without the layer to keep float, no model."""
     monkeypatch.setattr(tflite, "feed_forward_outputs", lambda graph: [])
