@@ -94,7 +94,7 @@ class BertSelfAttention(keras.layers.Layer):
 
     def call_real_tokens(self, hidden_rows, real_tokens, attention_mask):
         """`call` at inference on a batch's real tokens only: the projections run on their rows, the attention on
-        the (batch, seq) layout they are scattered back to.
+        the (batch, seq) layout they are gathered back to (`RealTokens.unpack_for_attention`).
 
         Args:
             hidden_rows: (1, tokens, hidden), the real tokens (`real_tokens.pack` of the padded input).
@@ -103,7 +103,7 @@ class BertSelfAttention(keras.layers.Layer):
 
         Returns: (1, tokens, hidden), `call(...)` at the real tokens.
         """
-        query, key, value = (real_tokens.unpack(dense_2d(layer, hidden_rows))  # (batch, seq, kept heads, head_size)
+        query, key, value = (real_tokens.unpack_for_attention(dense_2d(layer, hidden_rows))  # (batch, seq, heads, size)
                              for layer in (self.query, self.key, self.value))
         context = self._attend(query, key, value, attention_mask, training=False)
         return dense_2d(self.output_dense, real_tokens.pack(context))  # (1, tokens, hidden)

@@ -41,6 +41,17 @@ def test_pack_and_unpack_round_trip_with_zeros_at_the_padding():
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(real.unpack(rows)), values * mask[..., None])
 
 
+def test_unpack_for_attention_puts_each_token_back_and_a_real_token_at_the_padding():
+    mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]], "int32")
+    values = np.arange(3 * 4 * 2, dtype="float32").reshape(3, 4, 2) + 1
+    real = RealTokens(mask)
+    spread = keras.ops.convert_to_numpy(real.unpack_for_attention(real.pack(values)))
+    np.testing.assert_array_equal(spread[mask == 1], values[mask == 1])
+    # at the padding, a copy of the last real token before it (finite, and masked out of the attention)
+    np.testing.assert_array_equal(spread[0, 3], values[0, 2])
+    np.testing.assert_array_equal(spread[1, 1:], np.repeat(values[1, :1], 3, axis=0))
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_encoder_on_real_tokens_equals_the_padded_encoder_there(family):
     keras.utils.set_random_seed(0)
