@@ -57,15 +57,19 @@ def _write_lines(path, lines):
     return path
 
 
-def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None):
+def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False):
     """The serving module of a model_dir written by the tasks (`official_bert.model_dir`); `quantize`: a
-    `Model.quantize` mode applied to the loaded model (see QUANTIZED_PRECISIONS)."""
+    `Model.quantize` mode applied to the loaded model (see QUANTIZED_PRECISIONS); `jit_compile`: see
+    `build_module`."""
     from export.classifier_module import ClassifierModule
     from export.tagger_module import TaggerModule
     from official_bert import model_dir as model_dirs
     from official_bert.text.preprocessing import text_preprocessor
 
     loaded = model_dirs.load_model_dir(model_dir)
+    if jit_compile and loaded.kind != model_dirs.CLASSIFICATION:
+        raise ValueError(f"--jit_compile: sequence classification exports only (tasks.run_classifier); {model_dir} "
+                         f"is a {loaded.kind} model_dir")
     # (a masked-LM head decodes with the word table: it stays float there)
     _quantize(loaded.model, quantize, word_table=loaded.kind != model_dirs.PRETRAINING)
     info = loaded.info
@@ -103,7 +107,7 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     glue_task = get_glue_task(info["task"])
     is_regression = bool(info.get("is_regression", glue_task.is_regression))
     features = ("text", "text_b") if glue_task.is_pair else ("text",)
-    return ClassifierModule(loaded.model, preprocessor, labels, is_regression, features, assets)
+    return ClassifierModule(loaded.model, preprocessor, labels, is_regression, features, assets, jit_compile)
 
 
 def _squad_module(model_dir, info, model, preprocessor, assets):
@@ -170,7 +174,7 @@ def _quantize(model, mode, word_table=True):
         encoder.embeddings.quantize_word_table()
 
 
-def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32"):
+def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32", jit_compile=False):
     """The serving module of a model_dir, in `precision` whatever the global Keras dtype policy.
 
     Args:
@@ -180,6 +184,9 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
             `sentence_bert_config.json` limit, else 128.
         top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
         precision: "float32", "bfloat16" or "int8" (see SERVING_PRECISIONS).
+        jit_compile: sequence classifiers only: XLA-compile the model for raw-text requests without padding
+            (`export.classifier_module.ClassifierModule`); TF Serving then needs
+            `--xla_cpu_compilation_enabled=true`.
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -197,7 +204,10 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
 
         quantize = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
-            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize)
+            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize, jit_compile)
+        if jit_compile:
+            raise ValueError(f"--jit_compile: sequence classification exports only (tasks.run_classifier); "
+                             f"{model_dir} is an encoder checkpoint")
         return _encoder_module(model_dir, max_seq_length, staging_dir, quantize)
     finally:
         keras.config.set_dtype_policy(previous)
@@ -262,10 +272,12 @@ def save(module, export_dir, version=None):
     return target
 
 
-def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None, precision="float32"):
-    """Builds and saves the serving module of a model_dir; returns the version directory."""
+def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None, precision="float32",
+           jit_compile=False):
+    """Builds and saves the serving module of a model_dir (arguments: `build_module`'s); returns the version
+    directory."""
     with tempfile.TemporaryDirectory() as staging_dir:
-        module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision)
+        module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile)
         return save(module, export_dir, version)
 
 
@@ -283,7 +295,8 @@ def main(argv):
                                  f"model: run `python -m tasks.run_classifier` first")
         model_dir = DEMO_MODEL_DIR
     export_dir = FLAGS.export_dir or os.path.join("out", "export", os.path.basename(os.path.normpath(model_dir)))
-    path = export(model_dir, export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k, FLAGS.precision)
+    path = export(model_dir, export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k, FLAGS.precision,
+                  FLAGS.jit_compile)
     print(f"exported {model_dir} to {path}")
 
 
@@ -305,4 +318,9 @@ if __name__ == "__main__":
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "
                       "Model.quantize: Dense kernels in int8, inputs quantized per call; the word-piece table in "
                       "int8 with a scale per row; position embeddings, LayerNorm and softmax stay float32).")
+    flags.DEFINE_bool("jit_compile", False, "Sequence classifiers: run raw-text requests without padding (a single "
+                      "text, or texts of one length) as one XLA program, their length rounded up to 16 pieces "
+                      "(about 1.4x faster single-text requests on CPU). TF Serving must then be started with "
+                      "--xla_cpu_compilation_enabled=true: without it those requests fail. The warm-up requests "
+                      "compile each length when the server loads the model.")
     run_main(main)

@@ -29,6 +29,12 @@ def warmup_requests(module):
     """
     if hasattr(module, "warmup_requests"):
         return module.warmup_requests()
+    return text_warmup_requests(module)
+
+
+def text_warmup_requests(module):
+    """`warmup_requests` of a module that takes one string per text feature: a batch of its `warmup_texts()` on
+    `serving_default`, the same as tf.Examples on `serve_examples`, and packed on `serve_tokens`."""
     texts = {name: np.array(values, dtype=object) for name, values in module.warmup_texts().items()}
     examples = []
     for row in range(len(texts[module.text_features[0]])):

@@ -28,8 +28,8 @@ def trim_inputs(inputs, multiple=1):
     """
     full = tf.shape(inputs["input_mask"])[1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(inputs["input_mask"] > 0, tf.int32), axis=1))
-    if multiple > 1:  # (no FloorDiv op otherwise: serving graphs keep to export/ops.py's allow-list)
-        longest = (longest + multiple - 1) // multiple * multiple
+    if multiple > 1:  # (a FloorMod, not a FloorDiv: serving graphs keep to export/ops.py's allow-list)
+        longest = longest + tf.math.floormod(-longest, multiple)
     length = tf.clip_by_value(longest, 1, full)  # an empty batch: 1
     return {name: values[:, :length] for name, values in inputs.items()}, length
 
