@@ -34,10 +34,12 @@ PEER_ORDER = ("ours", "hf_torch", "keras_hub")
 PEER_TITLES = {"ours": "ours", "hf_torch": "HF torch", "keras_hub": "keras-hub"}
 
 
-def run_worker(peer, precision, suite, args):
+def run_worker(peer, precision, suite, args, jit_compile=None):
+    """Runs one peer's `benchmarks.perf.worker` in its own process; `jit_compile` ("true"/"false") overrides
+    --jit_compile. Returns its result dicts."""
     command = [sys.executable, "-m", "benchmarks.perf.worker", f"--peer={peer}", f"--precision={precision}",
                f"--suite={suite}", f"--shapes={args.shapes}", f"--seq_length={args.seq_length}",
-               f"--jit_compile={args.jit_compile}"]
+               f"--jit_compile={jit_compile or args.jit_compile}"]
     if suite == "inference":
         command += [f"--batch_sizes={args.batch_sizes}", f"--repeats={args.repeats}"]
     elif suite == "train":
@@ -104,31 +106,34 @@ def print_speed_table(results, suite, seq_length, limits):
         print(line)
 
 
+SERVING_ROWS = (("ours", "ours SavedModel"), ("ours_jit", "ours --jit_compile"), ("hf_torch", "HF pipeline"))
+
+
 def print_serving(results):
-    rows = {r["peer"]: r for r in results if r["suite"] == "serving"}
+    rows = {r["peer"] + ("_jit" if r.get("jit_compile") else ""): r for r in results if r["suite"] == "serving"}
     if not rows:
         return
     first = next(iter(rows.values()))
     print(f"\nserving (raw text -> label, all-MiniLM-L6-v2 + 2-class head, {first['num_texts']} SST-2 dev sentences, "
           f"fp32; batch 1: {len(first['latencies_s'])} requests; batch {first['batch_size']}: median ± spread of "
           f"passes over all texts)")
-    print(f"{'':16s}{'batch-1 p50 ms':>16s}{'batch-1 p99 ms':>16s}{'texts/s':>20s}")
+    print(f"{'':26s}{'batch-1 p50 ms':>16s}{'batch-1 p99 ms':>16s}{'texts/s':>20s}")
     figures = {}
-    for peer in ("ours", "hf_torch"):
-        if peer not in rows:
+    for key, title in SERVING_ROWS:
+        if key not in rows:
             continue
-        r = rows[peer]
+        r = rows[key]
         points = percentiles(r["latencies_s"])
-        figures[peer] = (points[50], points[99], r["num_texts"] / r["median_s"])
+        figures[key] = (points[50], points[99], r["num_texts"] / r["median_s"])
         spread = (r["max_s"] - r["min_s"]) / r["median_s"]
-        title = "ours SavedModel" if peer == "ours" else "HF pipeline"
-        print(f"{title:16s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}"
-              f"{figures[peer][2]:12.1f} ±{spread * 100:4.1f}%")
-    if len(figures) == 2:
-        ours, hf = figures["ours"], figures["hf_torch"]
-        agree = sum(a == b for a, b in zip(rows["ours"]["labels"], rows["hf_torch"]["labels"]))
-        print(f"{'ours vs HF':16s}{hf[0] / ours[0]:15.2f}x{hf[1] / ours[1]:15.2f}x{ours[2] / hf[2]:19.2f}x"
-              f"   (speed-up; labels agree on {agree}/{len(rows['ours']['labels'])} texts)")
+        print(f"{title:26s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}"
+              f"{figures[key][2]:12.1f} ±{spread * 100:4.1f}%")
+    for key, title in SERVING_ROWS[:2]:
+        if key in figures and "hf_torch" in figures:
+            ours, hf = figures[key], figures["hf_torch"]
+            agree = sum(a == b for a, b in zip(rows[key]["labels"], rows["hf_torch"]["labels"]))
+            print(f"{title.replace('ours', 'ours vs HF,', 1):26s}{hf[0] / ours[0]:15.2f}x{hf[1] / ours[1]:15.2f}x"
+                  f"{ours[2] / hf[2]:19.2f}x   (speed-up; labels agree on {agree}/{len(rows[key]['labels'])} texts)")
 
 
 def print_memory(results):
@@ -174,7 +179,11 @@ def main():
             peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
         for precision in precisions:
             for peer in peers:
-                results += run_worker(peer, precision, suite, args)
+                if suite == "serving" and peer == "ours":  # the plain export, and export.saved_model --jit_compile
+                    results += run_worker(peer, precision, suite, args, jit_compile="false")
+                    results += run_worker(peer, precision, suite, args, jit_compile="true")
+                else:
+                    results += run_worker(peer, precision, suite, args)
     for suite in ("inference", "train"):
         print_speed_table(results, suite, args.seq_length, limits)
     print_serving(results)

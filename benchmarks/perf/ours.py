@@ -105,8 +105,10 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
     return memory_result(batch_size, after_epoch, jit_compile=jit)
 
 
-def serving(latency_texts, batch_size, repeats):
+def serving(latency_texts, batch_size, repeats, jit_compile=False):
     """Raw text -> label through `export.saved_model`'s SavedModel (`serving_default`, loaded in this process).
+    With `jit_compile`, the export of `export.saved_model --jit_compile`, its warm-up requests replayed first (as
+    TF Serving does when it loads a model).
 
     Returns: batch-1 latencies over `latency_texts` (seconds each), seconds per pass over all texts in batches of
     `batch_size`, and the label of every text.
@@ -135,9 +137,15 @@ def serving(latency_texts, batch_size, repeats):
             f.write("".join(token + "\n" for token in tokens))
         preprocessor = TextPreprocessor(vocab_file, lower_case is not False, serving_inputs.MAX_SEQ_LENGTH)
         module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",),
-                                  {"vocab.txt": vocab_file})
+                                  {"vocab.txt": vocab_file}, jit_compile=jit_compile)
         version_dir = save(module, os.path.join(work_dir, "export"))
         serve = tf.saved_model.load(version_dir).signatures["serving_default"]
+        if jit_compile:
+            from export.warmup import WARMUP_FILE, read_warmup_file
+
+            for signature, inputs in read_warmup_file(os.path.join(version_dir, "assets.extra", WARMUP_FILE)):
+                if signature == "serving_default":
+                    serve(text=tf.constant(inputs["text"].astype(str)))
 
         def classify(batch):
             return serve(text=tf.constant(batch))["label_id"].numpy()

@@ -42,8 +42,10 @@ def main():
     common = {"peer": args.peer, "precision": args.precision, "suite": args.suite, "seq_length": args.seq_length}
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     if args.suite == "serving":  # one real checkpoint (all-MiniLM-L6-v2), so no --shapes
+        compiled = {"jit_compile": bool(jit)} if args.peer == "ours" else {}  # ours: the --jit_compile export
         for batch_size in batch_sizes:
-            _emit({**common, "shape": "minilm", **peer.serving(args.latency_texts, batch_size, args.repeats)})
+            _emit({**common, "shape": "minilm", **compiled,
+                   **peer.serving(args.latency_texts, batch_size, args.repeats, **compiled)})
         return
     for shape in args.shapes.split(","):
         if args.suite == "inference":
