@@ -3,6 +3,7 @@
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from official_bert.data.padding import trim_inputs
 from official_bert.pipelines.embedder import masked_mean  # the Embedder's pooling, so both compute the same
 
 
@@ -30,8 +31,17 @@ class EncoderModule(ServingModule):
         self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def _embed(self, text):
-        answer = self.answer_text([text])
-        return {"embedding": answer["normalized_embedding"], "truncated": answer["truncated"]}
+        """`embed`: the encoder runs at the request's longest text, not at `seq_length` pieces, and for a request
+        of unequal lengths on its real tokens only (`BertEncoder.encode_real_tokens`), as the classifier's raw-text
+        signatures do: the mean over real tokens is the same (padding is masked out of the attention), and a
+        short query costs its own length."""
+        packed, truncated = self.preprocessor.pack([text])  # (batch, seq_length) each
+        inputs, _ = trim_inputs(packed)  # (batch, longest) each
+        sequence_output = tf.cond(tf.reduce_sum(1 - inputs["input_mask"]) > 0,  # (batch, longest, hidden)
+                                  lambda: self.encoder.encode_real_tokens(inputs)["sequence_output"],
+                                  lambda: self.encoder(inputs, training=False)["sequence_output"])
+        embedding = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
+        return {"embedding": tf.math.l2_normalize(embedding, axis=-1), "truncated": truncated}
 
     def signatures(self):
         return {**super().signatures(), "embed": self.embed}

@@ -40,6 +40,9 @@ def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, mi
     assert set(out) == {"embedding", "truncated"} and not out["truncated"].any()
     np.testing.assert_allclose(out["embedding"], reference, atol=1e-5, rtol=0)
     np.testing.assert_allclose(out["embedding"], Embedder.from_pretrained(str(minilm_dir))(texts), atol=1e-5, rtol=0)
+    for i in (0, 5):  # one text a request: no padding, the plain encoder at the text's length
+        single = embed(text=tf.constant(texts[i:i + 1]))["embedding"].numpy()
+        np.testing.assert_allclose(single, reference[i:i + 1], atol=1e-5, rtol=0)
 
     # TF Serving's path: variables restored by the saver, the signature run in a session, nothing of ours imported.
     saved = tmp_path / "session.npy"
