@@ -1,14 +1,10 @@
 """ClassifierModule: raw text (or a text pair) -> class logits, probabilities and label name, or a score."""
 
-import numpy as np
 import tensorflow as tf
 
+from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
 from export.serving_module import ServingModule
 from official_bert.data.padding import trim_inputs
-
-# --jit_compile: a request without padding runs at its length rounded up to a multiple of this many pieces, so XLA
-# compiles at most seq_length / 16 programs per batch size (the warm-up requests compile the single-text ones).
-XLA_SERVING_LENGTH_MULTIPLE = 16
 
 
 class ClassifierModule(ServingModule):
@@ -27,10 +23,7 @@ class ClassifierModule(ServingModule):
     (fixed shapes for TFLite).
 
     With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
-    XLA program, at its length rounded up to `XLA_SERVING_LENGTH_MULTIPLE` pieces: on CPU TensorFlow's per-op
-    kernels cost more than the matmuls at a single text's few pieces (all-MiniLM-L6-v2, one 25-piece text on
-    2 cores: 9.8 ms per forward without XLA, 6.0 with). TF Serving runs such a model only when started with
-    `--xla_cpu_compilation_enabled=true`; without it, those requests fail.
+    XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Args:
         model: a `BertClassifier` with its trained weights.
@@ -39,14 +32,14 @@ class ClassifierModule(ServingModule):
         is_regression: True for a one-output regression model.
         text_features: ("text",) or ("text", "text_b") for pair tasks.
         assets: file name -> path of files to ship in `assets/`.
-        jit_compile: XLA-compile the model for requests without padding (see above).
+        jit_compile: XLA-compile the model for raw-text requests without padding (see above).
     """
 
     def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets, jit_compile=False):
         super().__init__(preprocessor, text_features, assets, name="classifier")
         self.model = model
         self.jit_compile = bool(jit_compile)
-        self._compiled_model = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True) \
+        self._compiled_model = CompiledWithoutPadding(lambda inputs: model(inputs, training=False)) \
             if self.jit_compile else None
         self.is_regression = bool(is_regression)
         self.label_names = [str(name) for name in label_names]
@@ -66,26 +59,20 @@ class ClassifierModule(ServingModule):
         return {**self._answer(logits), "truncated": truncated}
 
     def warmup_requests(self):
-        """`export.warmup`'s requests; with `jit_compile`, also one single-text request at each length XLA compiles
-        a program for, so that TF Serving compiles them when it loads the model, not on live requests."""
+        """`export.warmup`'s requests; with `jit_compile`, also a single text at each length XLA compiles a
+        program for, so that TF Serving compiles them when it loads the model, not on live requests."""
         from export.warmup import text_warmup_requests
 
-        requests = text_warmup_requests(self)
-        if self.jit_compile:
-            features = len(self.text_features)
-            for length in range(XLA_SERVING_LENGTH_MULTIPLE, self.seq_length + 1, XLA_SERVING_LENGTH_MULTIPLE):
-                words = max(1, (length - 1 - features) // features)  # [CLS] text [SEP] (text_b [SEP]): `length`
-                text = np.array([" ".join(["the"] * words)], dtype=object)
-                requests.append(("serving_default", {name: text for name in self.text_features}))
-        return requests
+        extra = single_text_warmup_requests("serving_default", self.text_features, self.seq_length) \
+            if self.jit_compile else []
+        return text_warmup_requests(self) + extra
 
     def _without_padding(self, packed, inputs):
         """The logits of a request whose texts fill `inputs` (batch, longest) without padding; `packed`: the same
         request at (batch, seq_length)."""
         if self._compiled_model is None:
             return self.model(inputs, training=False)
-        rounded, _ = trim_inputs(packed, XLA_SERVING_LENGTH_MULTIPLE)  # (batch, longest rounded up) each
-        return self._compiled_model(rounded)
+        return self._compiled_model(packed)
 
     def tflite_answer_text(self, texts):
         return super().answer_text(texts)  # fixed (batch, seq_length)

@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
 from export.serving_module import ServingModule
 from official_bert.data.padding import trim_inputs
 from official_bert.pipelines.embedder import masked_mean  # the Embedder's pooling, so both compute the same
@@ -19,15 +20,22 @@ class EncoderModule(ServingModule):
     A fourth signature, `embed`, is the sentence-embedding one: `text` [batch] string -> `embedding` [batch,
     hidden] (mean-pooled, L2-normalised: `official_bert.pipelines.Embedder`'s vectors) and `truncated`.
 
+    With `jit_compile`, an `embed` request without padding (one text, or texts of one length) runs the encoder as
+    one XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
+
     Args:
         encoder: a `BertEncoder` with its weights.
         preprocessor: an `official_bert.text.TextPreprocessor`.
         assets: file name -> path of files to ship in `assets/`.
+        jit_compile: XLA-compile `embed` for requests without padding.
     """
 
-    def __init__(self, encoder, preprocessor, assets):
+    def __init__(self, encoder, preprocessor, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="encoder")
         self.encoder = encoder
+        self.jit_compile = bool(jit_compile)
+        self._compiled_encoder = CompiledWithoutPadding(
+            lambda inputs: encoder(inputs, training=False)["sequence_output"]) if self.jit_compile else None
         self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def _embed(self, text):
@@ -39,9 +47,24 @@ class EncoderModule(ServingModule):
         inputs, _ = trim_inputs(packed)  # (batch, longest) each
         sequence_output = tf.cond(tf.reduce_sum(1 - inputs["input_mask"]) > 0,  # (batch, longest, hidden)
                                   lambda: self.encoder.encode_real_tokens(inputs)["sequence_output"],
-                                  lambda: self.encoder(inputs, training=False)["sequence_output"])
+                                  lambda: self._without_padding(packed, inputs))
         embedding = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
         return {"embedding": tf.math.l2_normalize(embedding, axis=-1), "truncated": truncated}
+
+    def _without_padding(self, packed, inputs):
+        """`sequence_output` (batch, longest, hidden) of a request whose texts fill `inputs` (batch, longest)
+        without padding; `packed`: the same request at (batch, seq_length)."""
+        if self._compiled_encoder is None:
+            return self.encoder(inputs, training=False)["sequence_output"]
+        return self._compiled_encoder(packed)[:, :tf.shape(inputs["input_mask"])[1]]  # (rounded up: cut back)
+
+    def warmup_requests(self):
+        """`export.warmup`'s requests; with `jit_compile`, also a single text on `embed` at each length XLA
+        compiles a program for (TF Serving compiles them when it loads the model)."""
+        from export.warmup import text_warmup_requests
+
+        extra = single_text_warmup_requests("embed", self.text_features, self.seq_length) if self.jit_compile else []
+        return text_warmup_requests(self) + extra
 
     def signatures(self):
         return {**super().signatures(), "embed": self.embed}

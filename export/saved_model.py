@@ -68,8 +68,8 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
 
     loaded = model_dirs.load_model_dir(model_dir)
     if jit_compile and loaded.kind != model_dirs.CLASSIFICATION:
-        raise ValueError(f"--jit_compile: sequence classification exports only (tasks.run_classifier); {model_dir} "
-                         f"is a {loaded.kind} model_dir")
+        raise ValueError(f"--jit_compile: sequence classifiers (tasks.run_classifier model_dirs) and encoder "
+                         f"checkpoints only; {model_dir} is a {loaded.kind} model_dir")
     # (a masked-LM head decodes with the word table: it stays float there)
     _quantize(loaded.model, quantize, word_table=loaded.kind != model_dirs.PRETRAINING)
     info = loaded.info
@@ -123,8 +123,9 @@ def _squad_module(model_dir, info, model, preprocessor, assets):
                        bool(info.get("version_2_with_negative", False)), info["null_score_diff_threshold"], assets)
 
 
-def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
-    """The module of a Hugging Face / Google encoder checkpoint directory, with its family's tokenizer."""
+def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, jit_compile=False):
+    """The module of a Hugging Face / Google encoder checkpoint directory, with its family's tokenizer;
+    `jit_compile`: see `build_module`."""
     from export.encoder_module import EncoderModule
     from official_bert.checkpoints import load_encoder
     from official_bert.text.preprocessing import (find_family_vocab, resolve_casing, text_preprocessor,
@@ -141,7 +142,7 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None):
     _check_seq_length(seq_length, config, checkpoint_dir)
     vocab_file = write_tokenizer_files(vocab, staging_dir)
     return EncoderModule(encoder, text_preprocessor(vocab_file, resolve_casing(lower, source), seq_length),
-                         _tokenizer_assets(vocab_file))
+                         _tokenizer_assets(vocab_file), jit_compile)
 
 
 # --precision -> the Keras dtype policy the served model is built under. "bfloat16" stores the weights in bfloat16
@@ -184,9 +185,9 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
             `sentence_bert_config.json` limit, else 128.
         top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
         precision: "float32", "bfloat16" or "int8" (see SERVING_PRECISIONS).
-        jit_compile: sequence classifiers only: XLA-compile the model for raw-text requests without padding
-            (`export.classifier_module.ClassifierModule`); TF Serving then needs
-            `--xla_cpu_compilation_enabled=true`.
+        jit_compile: sequence classifiers (their raw-text signatures) and encoder checkpoints (their `embed`
+            signature): XLA-compile the model for requests without padding (`export.compiled`); TF Serving then
+            needs `--xla_cpu_compilation_enabled=true`.
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -205,10 +206,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         quantize = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
             return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize, jit_compile)
-        if jit_compile:
-            raise ValueError(f"--jit_compile: sequence classification exports only (tasks.run_classifier); "
-                             f"{model_dir} is an encoder checkpoint")
-        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize)
+        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize, jit_compile)
     finally:
         keras.config.set_dtype_policy(previous)
 
@@ -318,8 +316,9 @@ if __name__ == "__main__":
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "
                       "Model.quantize: Dense kernels in int8, inputs quantized per call; the word-piece table in "
                       "int8 with a scale per row; position embeddings, LayerNorm and softmax stay float32).")
-    flags.DEFINE_bool("jit_compile", False, "Sequence classifiers: run raw-text requests without padding (a single "
-                      "text, or texts of one length) as one XLA program, their length rounded up to 16 pieces "
+    flags.DEFINE_bool("jit_compile", False, "Sequence classifiers (raw-text signatures) and encoders (embed): run "
+                      "requests without padding (a single text, or texts of one length) as one XLA program, their "
+                      "length rounded up to 16 pieces "
                       "(about 1.4x faster single-text requests on CPU). TF Serving must then be started with "
                       "--xla_cpu_compilation_enabled=true: without it those requests fail. The warm-up requests "
                       "compile each length when the server loads the model.")

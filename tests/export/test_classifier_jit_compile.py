@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.classifier_module import XLA_SERVING_LENGTH_MULTIPLE
+from export.compiled import XLA_SERVING_LENGTH_MULTIPLE
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
 from export.saved_model import export
 from export.warmup import WARMUP_FILE, read_warmup_file
@@ -68,6 +68,6 @@ def test_session_loader_runs_it_and_warm_up_compiles_every_length(compiled, clas
 
 
 def test_other_exports_refuse_it(ner_dir, tmp_path):
-    with pytest.raises(ValueError, match="--jit_compile: sequence classification exports only"):
+    with pytest.raises(ValueError, match="--jit_compile: sequence classifiers .* and encoder checkpoints only"):
         export(str(ner_dir), str(tmp_path / "ner"), jit_compile=True)
     assert not os.path.exists(tmp_path / "ner" / "1")

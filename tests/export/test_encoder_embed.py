@@ -55,3 +55,27 @@ def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, mi
     check = subprocess.run([sys.executable, str(REPO_ROOT.parent / "shared" / "tools" / "session_loader_check.py"),
                             minilm_export], capture_output=True, text=True, timeout=300)
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+
+
+def test_embed_of_the_jit_compile_export_equals_the_reference(minilm_dir, shared_data, tmp_path_factory):
+    """`export.saved_model --jit_compile`: a single text on `embed` runs as one XLA program (the text's length
+    rounded up to 16 pieces, cut back before the mean), a batch of unequal lengths on its real tokens; both give
+    the reference embeddings."""
+    from export.compiled import XLA_SERVING_LENGTH_MULTIPLE
+    from export.saved_model import export
+    from export.warmup import WARMUP_FILE, read_warmup_file
+
+    version = export(str(minilm_dir), str(tmp_path_factory.mktemp("minilm_jit")), jit_compile=True)
+    texts = json.loads((shared_data / "reference" / "minilm_reference_inputs.json").read_text())["sst2_texts"][:8]
+    reference = np.load(shared_data / "reference" / "minilm_reference.npz")["sst2_sentence_embedding"][:8]
+    embed = tf.saved_model.load(version).signatures["embed"]
+    for i in (0, 3):
+        np.testing.assert_allclose(embed(text=tf.constant(texts[i:i + 1]))["embedding"].numpy(), reference[i:i + 1],
+                                   atol=1e-5, rtol=0)
+    np.testing.assert_allclose(embed(text=tf.constant(texts))["embedding"].numpy(), reference, atol=1e-5, rtol=0)
+    single = [inputs for signature, inputs in read_warmup_file(f"{version}/assets.extra/{WARMUP_FILE}")
+              if signature == "embed"]
+    assert len(single) == 256 // XLA_SERVING_LENGTH_MULTIPLE  # sentence_bert_config.json's max_seq_length: 256
+    check = subprocess.run([sys.executable, str(REPO_ROOT.parent / "shared" / "tools" / "session_loader_check.py"),
+                            version], capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
