@@ -12,8 +12,9 @@ A task module (classifier, tagger, SQuAD, masked LM, encoder) subclasses it and 
 `tflite_answer_text(texts)` when its answer uses string ops TFLite lacks (saved as the
 `tflite_serving_default` function, which `export.tflite` converts; it is not a serving signature).
 
-No function is XLA-compiled: TF Serving's CPU build refuses jit-compiled functions unless started with
-`--xla_cpu_compilation_enabled`, and tokenization cannot be compiled anyway.
+By default no function is XLA-compiled: TF Serving's CPU build refuses jit-compiled functions unless started with
+`--xla_cpu_compilation_enabled`, and tokenization cannot be compiled anyway. `export.saved_model --jit_compile`
+compiles the model of a classifier's or encoder's requests without padding (`export.compiled`).
 """
 
 import tensorflow as tf
