@@ -28,6 +28,7 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from official_bert.data.padding import trim_inputs
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import characters_before, row_ids
@@ -118,7 +119,8 @@ class TaggerModule(ServingModule):
     `word_labels` [batch, words] string, `word_start`/`word_end` (characters) and
     `word_byte_start`/`word_byte_end` [batch, words] int64; `entity_type` [batch, entities] string,
     `entity_text` string, `entity_start`/`entity_end` (characters), `entity_byte_start`/`entity_byte_end`
-    int64 (end exclusive); `logits` [batch, seq, labels]; `truncated` [batch] bool. Padding is "" and -1.
+    int64 (end exclusive); `logits` [batch, seq, labels] (0 after the request's longest text: the model runs at
+    that length); `truncated` [batch] bool. Padding is "" and -1.
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 
     Args:
@@ -165,7 +167,10 @@ class TaggerModule(ServingModule):
         else:
             ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
         inputs, truncated = self.preprocessor.pack_tokens([ids])
-        logits = self.model(inputs, training=False)  # (batch, seq, labels)
+        if with_characters:  # the SavedModel: the model at the longest text's length, zero logits past it
+            logits = _zeros_after(self.model(trim_inputs(inputs)[0], training=False), self.seq_length)
+        else:  # TFLite: the fixed shape
+            logits = self.model(inputs, training=False)  # (batch, seq, labels)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
 
         splits = tf.cast(ids.row_splits, tf.int64)  # (batch + 1,)
@@ -239,6 +244,13 @@ class TaggerModule(ServingModule):
                 "entity_end": characters_before(text, entity_byte_end),
                 "entity_text": _slices(text, entity_byte_start, entity_byte_end)})
         return outputs
+
+
+def _zeros_after(logits, seq_length):
+    """(batch, length, labels) -> (batch, seq_length, labels), zeros after `length` (core ops only: no Pad)."""
+    shape = tf.shape(logits)
+    zeros = tf.zeros(tf.stack([shape[0], seq_length - shape[1], shape[2]]), logits.dtype)
+    return tf.concat([logits, zeros], axis=1)
 
 
 def _slices(text, byte_start, byte_end):
