@@ -119,8 +119,9 @@ class TaggerModule(ServingModule):
     `word_labels` [batch, words] string, `word_start`/`word_end` (characters) and
     `word_byte_start`/`word_byte_end` [batch, words] int64; `entity_type` [batch, entities] string,
     `entity_text` string, `entity_start`/`entity_end` (characters), `entity_byte_start`/`entity_byte_end`
-    int64 (end exclusive); `logits` [batch, seq, labels] (0 after the request's longest text: the model runs at
-    that length); `truncated` [batch] bool. Padding is "" and -1.
+    int64 (end exclusive); `logits` [batch, seq, labels] (the model runs at the request's longest text, on its
+    real tokens only when the texts differ in length: at padding the head's bias, 0 after the longest text);
+    `truncated` [batch] bool. Padding is "" and -1.
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 
     Args:
@@ -168,7 +169,11 @@ class TaggerModule(ServingModule):
             ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
         inputs, truncated = self.preprocessor.pack_tokens([ids])
         if with_characters:  # the SavedModel: the model at the longest text's length, zero logits past it
-            logits = _zeros_after(self.model(trim_inputs(inputs)[0], training=False), self.seq_length)
+            trimmed, _ = trim_inputs(inputs)  # (batch, longest) each
+            logits = tf.cond(tf.reduce_sum(1 - trimmed["input_mask"]) > 0,  # padding: its real tokens only
+                             lambda: self.model.call_real_tokens(trimmed),
+                             lambda: self.model(trimmed, training=False))  # (batch, longest, labels)
+            logits = _zeros_after(logits, self.seq_length)
         else:  # TFLite: the fixed shape
             logits = self.model(inputs, training=False)  # (batch, seq, labels)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)

@@ -51,6 +51,19 @@ class BertTokenClassifier(SequenceOutputModel):
         self.dropout_rate = dropout_rate
         self.head = head
 
+    def call_real_tokens(self, inputs):
+        """`self(inputs, training=False)` with the encoder run on the real tokens only
+        (`BertEncoder.encode_real_tokens`): the same logits at the real tokens up to float rounding (the head's
+        bias at the padding), at the real tokens' share of the padded batch's compute. For served batches of
+        unequal texts.
+
+        Args:
+            inputs: the encoder's dict of (batch, seq) int32 inputs.
+
+        Returns: logits (batch, seq, num_labels) float32.
+        """
+        return self.head(self.encoder.encode_real_tokens(inputs)["sequence_output"])  # no dropout at inference
+
     def default_loss(self):
         """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)

@@ -249,9 +249,10 @@ def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, n
     logits = _python_model(ner_dir, "tagger")(tokens, training=False).numpy()  # (120, 48, 9)
     # Float rounding only (rtol): the export's graph runs the GELU fused into its matmul (oneDNN), eager Keras does not.
     np.testing.assert_allclose(out["serve_tokens/logits"], logits, atol=1e-5, rtol=1e-5)
-    # raw text: the model at the request's longest text, zeros after it (real tokens are a prefix of every row)
-    longest = int(np.asarray(tokens["input_mask"]).sum(axis=1).max())
-    np.testing.assert_allclose(out["serving_default/logits"][:, :longest], logits[:, :longest], atol=1e-5, rtol=1e-5)
+    # raw text: the model on the request's real tokens (at its longest text's length), zeros after it
+    real = np.asarray(tokens["input_mask"]).astype(bool)  # (120, 48): real tokens, a prefix of every row
+    longest = int(real.sum(axis=1).max())
+    np.testing.assert_allclose(out["serving_default/logits"][real], logits[real], atol=1e-5, rtol=1e-5)
     assert not out["serving_default/logits"][:, longest:].any()
     labels = np.array(tagger.label_names, dtype=object)[logits.argmax(-1)]
     assert out["serve_tokens/token_labels"].astype(str).tolist() == labels.tolist()

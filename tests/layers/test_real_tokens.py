@@ -68,6 +68,20 @@ def test_encoder_on_real_tokens_equals_the_padded_encoder_there(family):
                                keras.ops.convert_to_numpy(padded["pooled_output"]), atol=2e-5, rtol=1e-5)
 
 
+def test_token_classifier_on_real_tokens_gives_the_same_logits_at_them():
+    from official_bert.models import BertTokenClassifier
+
+    keras.utils.set_random_seed(2)
+    model = BertTokenClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_labels=5)
+    inputs = _inputs([4, 12, 7], seed=2)
+    real = inputs["input_mask"] == 1
+    expected = keras.ops.convert_to_numpy(model(inputs, training=False))  # (3, 12, 5)
+    got = tf.function(model.call_real_tokens)({k: tf.constant(v) for k, v in inputs.items()}).numpy()
+    np.testing.assert_allclose(got[real], expected[real], atol=2e-5, rtol=1e-5)
+    bias = keras.ops.convert_to_numpy(model.head.bias)
+    np.testing.assert_allclose(got[~real], np.broadcast_to(bias, got[~real].shape), atol=1e-6)  # padding: the bias
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
     keras.utils.set_random_seed(1)
