@@ -67,9 +67,9 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     from official_bert.text.preprocessing import text_preprocessor
 
     loaded = model_dirs.load_model_dir(model_dir)
-    if jit_compile and loaded.kind != model_dirs.CLASSIFICATION:
-        raise ValueError(f"--jit_compile: sequence classifiers (tasks.run_classifier model_dirs) and encoder "
-                         f"checkpoints only; {model_dir} is a {loaded.kind} model_dir")
+    if jit_compile and loaded.kind not in (model_dirs.CLASSIFICATION, model_dirs.TAGGING):
+        raise ValueError(f"--jit_compile: sequence classifiers and taggers (tasks.run_classifier, tasks.run_ner "
+                         f"model_dirs) and encoder checkpoints only; {model_dir} is a {loaded.kind} model_dir")
     # (a masked-LM head decodes with the word table: it stays float there)
     _quantize(loaded.model, quantize, word_table=loaded.kind != model_dirs.PRETRAINING)
     info = loaded.info
@@ -100,7 +100,7 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     if labels:
         assets["labels.txt"] = _write_lines(os.path.join(staging_dir, "labels.txt"), labels)
     if loaded.kind == model_dirs.TAGGING:
-        return TaggerModule(loaded.model, preprocessor, labels, assets)
+        return TaggerModule(loaded.model, preprocessor, labels, assets, jit_compile)
 
     from official_bert.data.glue_tasks import get_glue_task
 
@@ -185,9 +185,9 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
             `sentence_bert_config.json` limit, else 128.
         top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
         precision: "float32", "bfloat16" or "int8" (see SERVING_PRECISIONS).
-        jit_compile: sequence classifiers (their raw-text signatures) and encoder checkpoints (their `embed`
-            signature): XLA-compile the model for requests without padding (`export.compiled`); TF Serving then
-            needs `--xla_cpu_compilation_enabled=true`.
+        jit_compile: sequence classifiers and taggers (their raw-text signatures) and encoder checkpoints (their
+            `embed` signature): XLA-compile the model for requests without padding (`export.compiled`); TF
+            Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -316,7 +316,7 @@ if __name__ == "__main__":
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "
                       "Model.quantize: Dense kernels in int8, inputs quantized per call; the word-piece table in "
                       "int8 with a scale per row; position embeddings, LayerNorm and softmax stay float32).")
-    flags.DEFINE_bool("jit_compile", False, "Sequence classifiers (raw-text signatures) and encoders (embed): run "
+    flags.DEFINE_bool("jit_compile", False, "Classifiers and taggers (raw-text signatures) and encoders (embed): run "
                       "requests without padding (a single text, or texts of one length) as one XLA program, their "
                       "length rounded up to 16 pieces "
                       "(about 1.4x faster single-text requests on CPU). TF Serving must then be started with "

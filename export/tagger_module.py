@@ -27,6 +27,7 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 
 import tensorflow as tf
 
+from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
 from export.serving_module import ServingModule
 from official_bert.data.padding import trim_inputs
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
@@ -124,16 +125,23 @@ class TaggerModule(ServingModule):
     `truncated` [batch] bool. Padding is "" and -1.
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 
+    With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
+    XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
+
     Args:
         model: a `BertTokenClassifier` with its trained weights.
         preprocessor: an `official_bert.text.TextPreprocessor`, or a `Preprocessor` (its `layout`).
         label_names: the tag of each label id (IOB2, as in the model_dir's `task.json`).
         assets: file name -> path of files to ship in `assets/`.
+        jit_compile: XLA-compile the model for raw-text requests without padding.
     """
 
-    def __init__(self, model, preprocessor, label_names, assets):
+    def __init__(self, model, preprocessor, label_names, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="tagger")
         self.model = model
+        self.jit_compile = bool(jit_compile)
+        self._compiled_model = CompiledWithoutPadding(lambda inputs: model(inputs, training=False)) \
+            if self.jit_compile else None
         self.label_names = [str(name) for name in label_names]
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
@@ -150,8 +158,24 @@ class TaggerModule(ServingModule):
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
         return {"logits": logits, "token_labels": tf.gather(tf.constant(self.label_names), best)}
 
+    def warmup_requests(self):
+        """`export.warmup`'s requests; with `jit_compile`, also a single text at each length XLA compiles a
+        program for (TF Serving compiles them when it loads the model)."""
+        from export.warmup import text_warmup_requests
+
+        extra = single_text_warmup_requests("serving_default", self.text_features, self.seq_length) \
+            if self.jit_compile else []
+        return text_warmup_requests(self) + extra
+
     def answer_text(self, texts):
         return self._tag(texts[0], with_characters=True)
+
+    def _without_padding(self, packed, inputs):
+        """Logits (batch, longest, labels) of a request whose texts fill `inputs` (batch, longest) without
+        padding; `packed`: the same request at (batch, seq_length)."""
+        if self._compiled_model is None:
+            return self.model(inputs, training=False)
+        return self._compiled_model(packed)[:, :tf.shape(inputs["input_mask"])[1]]  # (rounded up: cut back)
 
     def tflite_answer_text(self, texts):
         return self._tag(texts[0], with_characters=False)
@@ -172,7 +196,7 @@ class TaggerModule(ServingModule):
             trimmed, _ = trim_inputs(inputs)  # (batch, longest) each
             logits = tf.cond(tf.reduce_sum(1 - trimmed["input_mask"]) > 0,  # padding: its real tokens only
                              lambda: self.model.call_real_tokens(trimmed),
-                             lambda: self.model(trimmed, training=False))  # (batch, longest, labels)
+                             lambda: self._without_padding(inputs, trimmed))  # (batch, longest, labels)
             logits = _zeros_after(logits, self.seq_length)
         else:  # TFLite: the fixed shape
             logits = self.model(inputs, training=False)  # (batch, seq, labels)

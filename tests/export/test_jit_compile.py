@@ -1,6 +1,7 @@
-"""`export.saved_model --jit_compile`: a classifier export whose requests without padding run as one XLA program
-(their length rounded up to 16 pieces) answers as the plain export does, TF Serving's session-based loader runs it
-and replays its warm-up requests, which cover every compiled length; other exports refuse the flag."""
+"""`export.saved_model --jit_compile`: classifier and tagger exports whose requests without padding run as one XLA
+program (their length rounded up to 16 pieces) answer as the plain exports do, TF Serving's session-based loader
+runs them and replays their warm-up requests, which cover every compiled length; other exports refuse the flag.
+(The encoder's `embed`: tests/export/test_encoder_embed.py.)"""
 
 import os
 import subprocess
@@ -67,7 +68,30 @@ def test_session_loader_runs_it_and_warm_up_compiles_every_length(compiled, clas
     assert lengths == set(range(XLA_SERVING_LENGTH_MULTIPLE, loaded.max_seq_length + 1, XLA_SERVING_LENGTH_MULTIPLE))
 
 
-def test_other_exports_refuse_it(ner_dir, tmp_path):
-    with pytest.raises(ValueError, match="--jit_compile: sequence classifiers .* and encoder checkpoints only"):
-        export(str(ner_dir), str(tmp_path / "ner"), jit_compile=True)
-    assert not os.path.exists(tmp_path / "ner" / "1")
+def test_compiled_tagger_answers_as_the_plain_one(ner_dir, exports, tmp_path_factory, shared_data):
+    compiled = export(str(ner_dir), str(tmp_path_factory.mktemp("jit") / "ner"), jit_compile=True)
+    assert _xla_functions(compiled)
+    served, plain = (tf.saved_model.load(path).signatures["serving_default"] for path in (compiled, exports["tagger"]))
+    for text in FIRST + [" ".join(FIRST)]:  # one text a request: the XLA program
+        ours, reference = served(text=tf.constant([text])), plain(text=tf.constant([text]))
+        np.testing.assert_allclose(ours["logits"].numpy(), reference["logits"].numpy(), atol=1e-5, rtol=1e-5)
+        for key in ("word_labels", "entity_type", "entity_start", "entity_end"):
+            np.testing.assert_array_equal(ours[key].numpy(), reference[key].numpy())
+    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), compiled],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+
+
+def test_other_exports_refuse_it(vocab_file, tmp_path):
+    import keras
+
+    from model_dirs import tiny_bert_config, write_model_dir
+    from official_bert import BertEncoder
+    from official_bert.models import BertSpanLabeler
+
+    keras.utils.set_random_seed(3)
+    squad_dir = write_model_dir(tmp_path / "squad", BertSpanLabeler(BertEncoder(tiny_bert_config())),
+                                {"task": "squad"}, vocab_file, 64)
+    with pytest.raises(ValueError, match="--jit_compile: sequence classifiers and taggers .* is a squad model_dir"):
+        export(str(squad_dir), str(tmp_path / "export"), jit_compile=True)
+    assert not os.path.exists(tmp_path / "export" / "1")
