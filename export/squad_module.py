@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from export.serving_module import ServingModule
 from export.tagger_module import LEADING_WHITESPACE
+from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.squad import special_tokens_between
 from official_bert.text.ragged_ops import characters_before, row_ids
 
@@ -143,9 +144,14 @@ class SquadModule(ServingModule):
                 "context": ["Peter Blackburn flew to Brussels on Monday to meet the European Commission.",
                             "It's a charming and often affecting journey."]}
 
-    def _answer(self, inputs, context_mask):
-        """Logits and the best span of packed inputs; positions -1 where the answer is ""."""
-        logits = self.model(inputs, training=False)
+    def _answer(self, inputs, context_mask, trim=False):
+        """Logits and the best span of packed inputs; positions -1 where the answer is "". `trim`: run the model at
+        the longest packed sequence, the logits 0 after it (outside every context)."""
+        if trim:
+            logits = self.model(trim_inputs(inputs)[0], training=False)  # (batch, longest) each
+            logits = {name: zeros_after(logits[name], self.seq_length) for name in ("start_logits", "end_logits")}
+        else:
+            logits = self.model(inputs, training=False)
         start_logits, end_logits = logits["start_logits"], logits["end_logits"]  # (batch, seq) each
         start, end, score = best_spans(start_logits, end_logits, context_mask, self.max_answer_length)
         answered = score > NEG_INF  # (batch,)
@@ -195,7 +201,7 @@ class SquadModule(ServingModule):
         kept_context = tf.cast(context_ids.row_splits[1:] - context_ids.row_splits[:-1], tf.int32)[:, None]
         positions = tf.range(self.seq_length)[None, :]  # (1, seq)
         context_mask = tf.logical_and(positions >= first, positions < first + kept_context)  # (batch, seq)
-        outputs = self._answer(inputs, context_mask)
+        outputs = self._answer(inputs, context_mask, trim=with_characters)  # (TFLite: the fixed shape)
 
         # Byte offsets of the span's first and last pieces, from the tokenizer's offsets of the whole context.
         answered = outputs["answer_token_start"] >= 0  # (batch,)

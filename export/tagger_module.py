@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
 from export.serving_module import ServingModule
-from official_bert.data.padding import trim_inputs
+from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import characters_before, row_ids
@@ -197,7 +197,7 @@ class TaggerModule(ServingModule):
             logits = tf.cond(tf.reduce_sum(1 - trimmed["input_mask"]) > 0,  # padding: its real tokens only
                              lambda: self.model.call_real_tokens(trimmed),
                              lambda: self._without_padding(inputs, trimmed))  # (batch, longest, labels)
-            logits = _zeros_after(logits, self.seq_length)
+            logits = zeros_after(logits, self.seq_length)  # (batch, seq, labels)
         else:  # TFLite: the fixed shape
             logits = self.model(inputs, training=False)  # (batch, seq, labels)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
@@ -273,13 +273,6 @@ class TaggerModule(ServingModule):
                 "entity_end": characters_before(text, entity_byte_end),
                 "entity_text": _slices(text, entity_byte_start, entity_byte_end)})
         return outputs
-
-
-def _zeros_after(logits, seq_length):
-    """(batch, length, labels) -> (batch, seq_length, labels), zeros after `length` (core ops only: no Pad)."""
-    shape = tf.shape(logits)
-    zeros = tf.zeros(tf.stack([shape[0], seq_length - shape[1], shape[2]]), logits.dtype)
-    return tf.concat([logits, zeros], axis=1)
 
 
 def _slices(text, byte_start, byte_end):

@@ -34,6 +34,16 @@ def trim_inputs(inputs, multiple=1):
     return {name: values[:, :length] for name, values in inputs.items()}, length
 
 
+def zeros_after(values, seq_length):
+    """Pads outputs of a trimmed batch back to the packed length: (batch, length, ...) -> (batch, seq_length, ...),
+    zeros after `length` (with core ops only: no Pad op, which export/ops.py's allow-list leaves out)."""
+    shape = tf.shape(values)
+    zeros = tf.zeros(tf.concat([shape[:1], [seq_length - shape[1]], shape[2:]], axis=0), values.dtype)
+    padded = tf.concat([values, zeros], axis=1)
+    padded.set_shape([values.shape[0], seq_length] + values.shape[2:].as_list())  # static, as the untrimmed output
+    return padded
+
+
 def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = XLA_LENGTH_MULTIPLE,
                        sequence_labels: bool = False) -> tf.data.Dataset:
     """Shortens every batch to its longest sequence, rounded up to a multiple of `multiple` pieces.

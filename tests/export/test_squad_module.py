@@ -163,6 +163,24 @@ def test_answers_equal_the_python_path_on_dev_questions(squad_cases, outputs, na
                                   out["serving_default/answer_end"][rows])
 
 
+def test_short_requests_run_at_their_length_with_the_same_answers(squad_cases):
+    """The raw-text signature runs the model at the request's longest packed sequence: the logits there equal the
+    fixed-length (TFLite) function's, 0 after it, and the answers are the same."""
+    module = squad_cases["v2"]["module"]
+    questions = tf.constant(["Who flew to Brussels?", "When did he fly?"])
+    contexts = tf.constant(["Peter Blackburn flew to Brussels on Monday.", "He flew on Monday to meet the EU."])
+    trimmed, fixed = module.serving_default(questions, contexts), module.tflite_serving_default(questions, contexts)
+    longest = int(tf.reduce_max(tf.reduce_sum(module.preprocessor.pack_tokens([
+        module.preprocessor.tokenize(questions), module.preprocessor.tokenize(contexts)])[0]["input_mask"], 1)))
+    assert longest < SEQ_LENGTH
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(trimmed[key].numpy()[:, :longest], fixed[key].numpy()[:, :longest], atol=1e-5,
+                                   rtol=1e-5)
+        assert not trimmed[key].numpy()[:, longest:].any()
+    for key in ("answer_token_start", "answer_token_end", "answer_byte_start", "answer_byte_end"):
+        np.testing.assert_array_equal(trimmed[key].numpy(), fixed[key].numpy())
+
+
 def test_every_signature_uses_only_serving_safe_ops(squad_cases):
     ops = signature_ops(squad_cases["v1"]["export"])
     module = squad_cases["v2"]["module"]  # in-process: the ops of its traced functions
