@@ -107,7 +107,8 @@ class SquadModule(ServingModule):
     `answer_start` / `answer_end` [batch] int64 characters and `answer_byte_start` / `answer_byte_end` bytes
     (-1 for ""), `score` [batch] float32 (start + end logit of the best span), `answer_token_start` /
     `answer_token_end` [batch] int32 (positions in the packed sequence, -1 for ""), `start_logits` /
-    `end_logits` [batch, seq], `truncated` [batch] bool; SQuAD 2.0 models also `no_answer` [batch] bool,
+    `end_logits` [batch, seq] (0 after the longest packed question + context, the length the model runs at),
+    `truncated` [batch] bool; SQuAD 2.0 models also `no_answer` [batch] bool,
     `null_score` (start + end logit of [CLS]) and `null_score_diff` (null_score - score) [batch] float32.
     `serve_tokens` gives the outputs without text: the context is the type-1 tokens before the last [SEP] (RoBERTa:
     the tokens between the first `</s></s>` and the last `</s>`).
