@@ -22,6 +22,7 @@ these two exports have no TFLite form: `export.tflite` names the missing ops.
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from official_bert.data.padding import trim_inputs
 from official_bert.text import TextPreprocessor
 from official_bert.text.preprocessing import Preprocessor
 from official_bert.text.ragged_ops import row_ids
@@ -166,6 +167,15 @@ class MaskedLMModule(ServingModule):
         marker = self.preprocessor.marker
         return {"text": [f"Peter Blackburn flew to {marker} on Monday to meet the European Commission.",
                          f"It's a {marker} and often affecting {marker}."]}
+
+    def answer_text(self, texts):
+        """The raw-text answer with the model run at the request's longest text, not at `seq_length` pieces (no
+        output has the sequence axis, and padding is masked out of the attention)."""
+        inputs, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
+        return {**self.answer_tokens(trim_inputs(inputs)[0]), "truncated": truncated}
+
+    def tflite_answer_text(self, texts):
+        return super().answer_text(texts)  # fixed (batch, seq_length) for TFLite
 
     def masked_lm_logits(self, inputs, positions):
         """`BertPretrainer`'s masked-LM logits at `positions`, from its encoder and `MaskedLMHead` layers.
