@@ -2,9 +2,8 @@
 
 import tensorflow as tf
 
-from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
+from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule
-from official_bert.data.padding import trim_inputs
 
 
 class ClassifierModule(ServingModule):
@@ -23,7 +22,7 @@ class ClassifierModule(ServingModule):
     (fixed shapes for TFLite).
 
     With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
-    XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
+    XLA program (`export.request_length`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Args:
         model: a `BertClassifier` with its trained weights.
@@ -36,11 +35,11 @@ class ClassifierModule(ServingModule):
     """
 
     def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets, jit_compile=False):
-        super().__init__(preprocessor, text_features, assets, name="classifier")
+        super().__init__(preprocessor, text_features, assets, name="classifier", jit_compile=jit_compile)
         self.model = model
-        self.jit_compile = bool(jit_compile)
-        self._compiled_model = CompiledWithoutPadding(lambda inputs: model(inputs, training=False)) \
-            if self.jit_compile else None
+        self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
+            lambda inputs: self.model(inputs, training=False), lambda inputs: self.model.call_real_tokens(inputs),
+            jit_compile, per_token=False)
         self.is_regression = bool(is_regression)
         self.label_names = [str(name) for name in label_names]
         expected = 1 if self.is_regression else len(self.label_names)
@@ -50,29 +49,8 @@ class ClassifierModule(ServingModule):
 
     def answer_text(self, texts):
         packed, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
-        inputs, _ = trim_inputs(packed)  # (batch, longest) each
-        # A batch with padding: the encoder on its real tokens only. Without (one text, or texts of one length),
-        # packing would only add its gathers and scatters.
-        logits = tf.cond(tf.reduce_sum(1 - inputs["input_mask"]) > 0,  # padding: ops on the serving allow-list
-                         lambda: self.model.call_real_tokens(inputs),
-                         lambda: self._without_padding(packed, inputs))  # (batch, classes) float32
+        logits, _ = self._at_request_length(packed)  # (batch, classes) float32
         return {**self._answer(logits), "truncated": truncated}
-
-    def warmup_requests(self):
-        """`export.warmup`'s requests; with `jit_compile`, also a single text at each length XLA compiles a
-        program for, so that TF Serving compiles them when it loads the model, not on live requests."""
-        from export.warmup import text_warmup_requests
-
-        extra = single_text_warmup_requests("serving_default", self.text_features, self.seq_length) \
-            if self.jit_compile else []
-        return text_warmup_requests(self) + extra
-
-    def _without_padding(self, packed, inputs):
-        """The logits of a request whose texts fill `inputs` (batch, longest) without padding; `packed`: the same
-        request at (batch, seq_length)."""
-        if self._compiled_model is None:
-            return self.model(inputs, training=False)
-        return self._compiled_model(packed)
 
     def tflite_answer_text(self, texts):
         return super().answer_text(texts)  # fixed (batch, seq_length)

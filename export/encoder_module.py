@@ -2,9 +2,8 @@
 
 import tensorflow as tf
 
-from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
+from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule
-from official_bert.data.padding import trim_inputs
 from official_bert.pipelines.embedder import masked_mean  # the Embedder's pooling, so both compute the same
 
 
@@ -21,7 +20,7 @@ class EncoderModule(ServingModule):
     hidden] (mean-pooled, L2-normalised: `official_bert.pipelines.Embedder`'s vectors) and `truncated`.
 
     With `jit_compile`, an `embed` request without padding (one text, or texts of one length) runs the encoder as
-    one XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
+    one XLA program (`export.request_length`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Args:
         encoder: a `BertEncoder` with its weights.
@@ -30,12 +29,14 @@ class EncoderModule(ServingModule):
         jit_compile: XLA-compile `embed` for requests without padding.
     """
 
+    compiled_signature = "embed"
+
     def __init__(self, encoder, preprocessor, assets, jit_compile=False):
-        super().__init__(preprocessor, ("text",), assets, name="encoder")
+        super().__init__(preprocessor, ("text",), assets, name="encoder", jit_compile=jit_compile)
         self.encoder = encoder
-        self.jit_compile = bool(jit_compile)
-        self._compiled_encoder = CompiledWithoutPadding(
-            lambda inputs: encoder(inputs, training=False)["sequence_output"]) if self.jit_compile else None
+        self._at_request_length = RequestLengthModel(  # (reads self.encoder when traced)
+            lambda inputs: self.encoder(inputs, training=False)["sequence_output"],
+            lambda inputs: self.encoder.encode_real_tokens(inputs)["sequence_output"], jit_compile)
         self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def _embed(self, text):
@@ -44,27 +45,9 @@ class EncoderModule(ServingModule):
         signatures do: the mean over real tokens is the same (padding is masked out of the attention), and a
         short query costs its own length."""
         packed, truncated = self.preprocessor.pack([text])  # (batch, seq_length) each
-        inputs, _ = trim_inputs(packed)  # (batch, longest) each
-        sequence_output = tf.cond(tf.reduce_sum(1 - inputs["input_mask"]) > 0,  # (batch, longest, hidden)
-                                  lambda: self.encoder.encode_real_tokens(inputs)["sequence_output"],
-                                  lambda: self._without_padding(packed, inputs))
+        sequence_output, inputs = self._at_request_length(packed)  # (batch, longest, hidden), (batch, longest)
         embedding = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
         return {"embedding": tf.math.l2_normalize(embedding, axis=-1), "truncated": truncated}
-
-    def _without_padding(self, packed, inputs):
-        """`sequence_output` (batch, longest, hidden) of a request whose texts fill `inputs` (batch, longest)
-        without padding; `packed`: the same request at (batch, seq_length)."""
-        if self._compiled_encoder is None:
-            return self.encoder(inputs, training=False)["sequence_output"]
-        return self._compiled_encoder(packed)[:, :tf.shape(inputs["input_mask"])[1]]  # (rounded up: cut back)
-
-    def warmup_requests(self):
-        """`export.warmup`'s requests; with `jit_compile`, also a single text on `embed` at each length XLA
-        compiles a program for (TF Serving compiles them when it loads the model)."""
-        from export.warmup import text_warmup_requests
-
-        extra = single_text_warmup_requests("embed", self.text_features, self.seq_length) if self.jit_compile else []
-        return text_warmup_requests(self) + extra
 
     def signatures(self):
         return {**super().signatures(), "embed": self.embed}

@@ -186,7 +186,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         top_k: masked-LM (`tasks.run_pretraining`) exports: candidates per [MASK]; default 5.
         precision: "float32", "bfloat16" or "int8" (see SERVING_PRECISIONS).
         jit_compile: sequence classifiers and taggers (their raw-text signatures) and encoder checkpoints (their
-            `embed` signature): XLA-compile the model for requests without padding (`export.compiled`); TF
+            `embed` signature): XLA-compile the model for requests without padding (`export.request_length`); TF
             Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Returns:
@@ -236,7 +236,7 @@ def save(module, export_dir, version=None):
     """
     import tensorflow as tf
 
-    from export.warmup import WARMUP_FILE, warmup_requests, write_warmup_file
+    from export.warmup import WARMUP_FILE, write_warmup_file
 
     versions = numeric_versions(export_dir)
     chosen = version is None
@@ -252,7 +252,7 @@ def save(module, export_dir, version=None):
         tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(),
                             options=serving_save_options())
         os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
-        write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), warmup_requests(module))
+        write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), module.warmup_requests())
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a server running as another user must read it

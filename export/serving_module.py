@@ -14,7 +14,7 @@ A task module (classifier, tagger, SQuAD, masked LM, encoder) subclasses it and 
 
 By default no function is XLA-compiled: TF Serving's CPU build refuses jit-compiled functions unless started with
 `--xla_cpu_compilation_enabled`, and tokenization cannot be compiled anyway. `export.saved_model --jit_compile`
-compiles the model of a classifier's or encoder's requests without padding (`export.compiled`).
+compiles the model of a classifier's, tagger's or encoder's requests without padding (`export.request_length`).
 """
 
 import tensorflow as tf
@@ -34,10 +34,15 @@ class ServingModule(tf.Module):
             ("question", "context"); also the `tf.Example` feature names of `serve_examples`.
         assets: file name -> path of files to ship in the SavedModel's `assets/` (vocab, label names).
         name: module name.
+        jit_compile: the module XLA-compiles its model for requests without padding on `compiled_signature`
+            (`export.request_length`); its warm-up requests then compile every length.
     """
 
-    def __init__(self, preprocessor, text_features, assets, name=None):
+    compiled_signature = "serving_default"  # the signature whose requests `jit_compile` compiles
+
+    def __init__(self, preprocessor, text_features, assets, name=None, jit_compile=False):
         super().__init__(name=name)
+        self.jit_compile = bool(jit_compile)
         text_features = tuple(text_features)
         if not text_features or len(set(text_features)) < len(text_features) or not all(
                 f.isidentifier() for f in text_features):
@@ -98,6 +103,17 @@ class ServingModule(tf.Module):
         root.weights = list(variables.values())
         root.assets = dict(self.assets)
         return root
+
+    def warmup_requests(self):
+        """The warm-up requests `export.saved_model.save` writes: `export.warmup.warmup_requests`, and with
+        `jit_compile` one single text on `compiled_signature` at each length XLA compiles a program for, so that
+        TF Serving compiles them when it loads the model, not on live requests."""
+        from export.request_length import single_text_warmup_requests
+        from export.warmup import warmup_requests
+
+        extra = single_text_warmup_requests(self.compiled_signature, self.text_features, self.seq_length) \
+            if self.jit_compile else []
+        return warmup_requests(self) + extra
 
     def warmup_texts(self):
         """Real example texts for the warm-up requests: input name -> list of str (see `export.warmup`)."""

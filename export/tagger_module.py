@@ -27,9 +27,9 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 
 import tensorflow as tf
 
-from export.compiled import CompiledWithoutPadding, single_text_warmup_requests
+from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule
-from official_bert.data.padding import trim_inputs, zeros_after
+from official_bert.data.padding import zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import characters_before, row_ids
@@ -126,7 +126,7 @@ class TaggerModule(ServingModule):
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 
     With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
-    XLA program (`export.compiled`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
+    XLA program (`export.request_length`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
 
     Args:
         model: a `BertTokenClassifier` with its trained weights.
@@ -137,11 +137,11 @@ class TaggerModule(ServingModule):
     """
 
     def __init__(self, model, preprocessor, label_names, assets, jit_compile=False):
-        super().__init__(preprocessor, ("text",), assets, name="tagger")
+        super().__init__(preprocessor, ("text",), assets, name="tagger", jit_compile=jit_compile)
         self.model = model
-        self.jit_compile = bool(jit_compile)
-        self._compiled_model = CompiledWithoutPadding(lambda inputs: model(inputs, training=False)) \
-            if self.jit_compile else None
+        self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
+            lambda inputs: self.model(inputs, training=False), lambda inputs: self.model.call_real_tokens(inputs),
+            jit_compile)
         self.label_names = [str(name) for name in label_names]
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
@@ -158,24 +158,8 @@ class TaggerModule(ServingModule):
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
         return {"logits": logits, "token_labels": tf.gather(tf.constant(self.label_names), best)}
 
-    def warmup_requests(self):
-        """`export.warmup`'s requests; with `jit_compile`, also a single text at each length XLA compiles a
-        program for (TF Serving compiles them when it loads the model)."""
-        from export.warmup import text_warmup_requests
-
-        extra = single_text_warmup_requests("serving_default", self.text_features, self.seq_length) \
-            if self.jit_compile else []
-        return text_warmup_requests(self) + extra
-
     def answer_text(self, texts):
         return self._tag(texts[0], with_characters=True)
-
-    def _without_padding(self, packed, inputs):
-        """Logits (batch, longest, labels) of a request whose texts fill `inputs` (batch, longest) without
-        padding; `packed`: the same request at (batch, seq_length)."""
-        if self._compiled_model is None:
-            return self.model(inputs, training=False)
-        return self._compiled_model(packed)[:, :tf.shape(inputs["input_mask"])[1]]  # (rounded up: cut back)
 
     def tflite_answer_text(self, texts):
         return self._tag(texts[0], with_characters=False)
@@ -193,10 +177,7 @@ class TaggerModule(ServingModule):
             ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
         inputs, truncated = self.preprocessor.pack_tokens([ids])
         if with_characters:  # the SavedModel: the model at the longest text's length, zero logits past it
-            trimmed, _ = trim_inputs(inputs)  # (batch, longest) each
-            logits = tf.cond(tf.reduce_sum(1 - trimmed["input_mask"]) > 0,  # padding: its real tokens only
-                             lambda: self.model.call_real_tokens(trimmed),
-                             lambda: self._without_padding(inputs, trimmed))  # (batch, longest, labels)
+            logits, _ = self._at_request_length(inputs)  # (batch, longest, labels)
             logits = zeros_after(logits, self.seq_length)  # (batch, seq, labels)
         else:  # TFLite: the fixed shape
             logits = self.model(inputs, training=False)  # (batch, seq, labels)

@@ -18,23 +18,16 @@ SAMPLE_SECOND_TEXTS = ("Blackburn travelled to Brussels for talks with the EU.",
 
 
 def warmup_requests(module):
-    """The requests for one exported module, from its `warmup_texts()`.
+    """The requests of a module that takes one string per text feature, from its `warmup_texts()`: a batch of them
+    on `serving_default`, the same as tf.Examples on `serve_examples`, and packed on `serve_tokens`.
 
     Args:
-        module: an `export.serving_module.ServingModule`; one whose inputs are not one string per text feature
-            (multiple choice) builds its own with a `warmup_requests()` method.
+        module: an `export.serving_module.ServingModule` (its `warmup_requests()` calls this; multiple choice,
+            whose inputs differ, builds its own).
 
     Returns:
         list of `(signature_name, {input name: np.ndarray})`.
     """
-    if hasattr(module, "warmup_requests"):
-        return module.warmup_requests()
-    return text_warmup_requests(module)
-
-
-def text_warmup_requests(module):
-    """`warmup_requests` of a module that takes one string per text feature: a batch of its `warmup_texts()` on
-    `serving_default`, the same as tf.Examples on `serve_examples`, and packed on `serve_tokens`."""
     texts = {name: np.array(values, dtype=object) for name, values in module.warmup_texts().items()}
     examples = []
     for row in range(len(texts[module.text_features[0]])):

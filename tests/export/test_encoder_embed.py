@@ -61,7 +61,7 @@ def test_embed_of_the_jit_compile_export_equals_the_reference(minilm_dir, shared
     """`export.saved_model --jit_compile`: a single text on `embed` runs as one XLA program (the text's length
     rounded up to 16 pieces, cut back before the mean), a batch of unequal lengths on its real tokens; both give
     the reference embeddings."""
-    from export.compiled import XLA_SERVING_LENGTH_MULTIPLE
+    from export.request_length import XLA_SERVING_LENGTH_MULTIPLE
     from export.saved_model import export
     from export.warmup import WARMUP_FILE, read_warmup_file
 

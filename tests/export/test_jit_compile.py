@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from export.compiled import XLA_SERVING_LENGTH_MULTIPLE
+from export.request_length import XLA_SERVING_LENGTH_MULTIPLE
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
 from export.saved_model import export
 from export.warmup import WARMUP_FILE, read_warmup_file
