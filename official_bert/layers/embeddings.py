@@ -4,6 +4,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from official_bert.layers import fused_training_ops
+
 
 class BertEmbeddings(keras.layers.Layer):
     """Sums the three BERT embedding tables and normalises the result.
@@ -82,11 +84,18 @@ class BertEmbeddings(keras.layers.Layer):
         else:
             positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
         if self.token_type_embeddings is None:
-            return self.dropout(self.layer_norm(words + positions), training=training)
+            return self.dropout(self._normalize(words + positions, training), training=training)
         one_hot_types = ops.one_hot(input_type_ids, self.type_vocab_size, dtype=self.compute_dtype)  # (b, s, types)
         types = ops.matmul(one_hot_types, self.token_type_embeddings)  # (batch, seq, hidden)
-        embeddings = self.layer_norm(words + types + positions)
+        embeddings = self._normalize(words + types + positions, training)
         return self.dropout(embeddings, training=training)
+
+    def _normalize(self, embeddings, training):
+        """The LayerNorm, (batch, seq, hidden) -> float32: one XLA kernel each way in a training call on
+        TensorFlow (`fused_training_ops`)."""
+        if fused_training_ops.enabled(training):
+            return fused_training_ops.layer_norm(self.layer_norm, embeddings)
+        return self.layer_norm(embeddings)
 
     def quantize_word_table(self):
         """Stores the word-piece table in int8 with a float32 scale per row (its largest magnitude / 127, as

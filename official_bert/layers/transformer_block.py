@@ -2,6 +2,7 @@
 
 import keras
 
+from official_bert.layers import fused_training_ops
 from official_bert.layers.activations import get_activation, get_fusable_activation
 from official_bert.layers.attention import BertSelfAttention
 from official_bert.layers.matmul_dense import dense_2d
@@ -86,16 +87,23 @@ class TransformerBlock(keras.layers.Layer):
     def _after_attention(self, hidden_states, attention_output, training):
         """Both residual sublayers after the attention: `LayerNorm(x + dropout(attention))`, then the feed-forward's
         `LayerNorm(x + dropout(ffn(x)))`; (..., hidden) float32 in and out."""
+        fused = fused_training_ops.enabled(training)
+        layer_norm = fused_training_ops.layer_norm if fused else (lambda layer, inputs: layer(inputs))
         attention_output = self.attention_dropout(attention_output, training=training)
-        hidden_states = self.attention_layer_norm(hidden_states + keras.ops.cast(attention_output, "float32"))
+        hidden_states = layer_norm(self.attention_layer_norm,
+                                   hidden_states + keras.ops.cast(attention_output, "float32"))
         layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
-        return self.output_layer_norm(hidden_states + keras.ops.cast(layer_output, "float32"))
+        return layer_norm(self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"))
 
     def _feed_forward(self, hidden_states, training):
         """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""
-        # Inference on TensorFlow: the GELU as the plain op, fused with the matmul and bias (`dense_2d`).
-        activation = get_fusable_activation(self.hidden_act) if not training and \
-            keras.backend.backend() == "tensorflow" else None
+        on_tensorflow = keras.backend.backend() == "tensorflow"
+        if not training and on_tensorflow:  # the GELU as the plain op, fused with the matmul and bias (`dense_2d`)
+            activation = get_fusable_activation(self.hidden_act)
+        elif fused_training_ops.enabled(training):  # one XLA kernel each way (None: the layer's own)
+            activation = fused_training_ops.gelu(self.hidden_act)
+        else:
+            activation = None
         intermediate = dense_2d(self.intermediate, hidden_states, activation)  # (..., intermediate)
         return dense_2d(self.output_dense, intermediate)
 
