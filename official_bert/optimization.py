@@ -1,5 +1,7 @@
 """Optimizers for BERT fine-tuning and pre-training: AdamW or LAMB with linear warmup then linear decay."""
 
+import functools
+
 import keras
 
 # Variables never weight-decayed: LayerNorm scales/offsets and every bias (as in BERT and HF).
@@ -99,9 +101,20 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
     Decoupled weight decay (`variable -= lr * weight_decay * variable`) is Keras' own, as PyTorch's.
     """
 
+    def _apply_weight_decay(self, variables):
+        if keras.backend.backend() == "tensorflow":
+            return  # in `update_step`: TensorFlow decays each variable inside its fused update
+        super()._apply_weight_decay(variables)
+
     def update_step(self, gradient, variable, learning_rate):
         if self.amsgrad:
             raise ValueError("official_bert.optimization.AdamW does not implement amsgrad")
+        if keras.backend.backend() == "tensorflow":
+            return self._fused_tensorflow_update(gradient, variable, learning_rate)
+        return self._keras_ops_update(gradient, variable, learning_rate)
+
+    def _keras_ops_update(self, gradient, variable, learning_rate):
+        """The Adam update (without weight decay) in Keras ops, one op at a time."""
         ops = keras.ops
         dtype = variable.dtype
         gradient = ops.cast(gradient, dtype)
@@ -115,6 +128,47 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         m_hat = ops.divide(m, beta_1_correction)
         denominator = ops.add(ops.sqrt(ops.divide(v, beta_2_correction)), ops.cast(self.epsilon, dtype))
         self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, dtype), ops.divide(m_hat, denominator)))
+
+    def _fused_tensorflow_update(self, gradient, variable, learning_rate):
+        """`update_step` after Keras' weight decay (`variable -= lr * weight_decay * variable`, where
+        `_use_weight_decay`), as one XLA kernel per variable. Op by op, TensorFlow makes 15-20 passes over every
+        variable, its moments and its gradient: all-MiniLM-L6-v2's 22.7M parameters took 101-106 ms a step on 2
+        CPU cores, 39-41 ms fused. Variables of a `tf.distribute` strategy take the op-by-op path."""
+        import tensorflow as tf
+
+        index = self._get_variable_index(variable)
+        m, v = (slots[index].value for slots in (self._momentums, self._velocities))
+        dtype = variable.dtype
+        learning_rate = tf.cast(learning_rate, dtype)
+        decay = learning_rate * self.weight_decay if self.weight_decay and self._use_weight_decay(variable) \
+            else tf.zeros([], dtype)  # learning_rate * weight_decay
+        if any(isinstance(t, tf.distribute.DistributedValues) for t in (variable, m, v)):
+            variable.assign_sub(variable * decay)
+            return self._keras_ops_update(gradient, variable, learning_rate)
+        _fused_adamw_kernel()(variable, m, v, tf.cast(gradient, dtype), learning_rate, decay,
+                              tf.cast(self.iterations + 1, dtype), tf.constant(self.beta_1, dtype),
+                              tf.constant(self.beta_2, dtype), tf.constant(self.epsilon, dtype))
+
+
+@functools.cache
+def _fused_adamw_kernel():
+    """`update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon)`: one AdamW step on
+    a variable and its moments (tf.Variables of one shape), in place, as one XLA kernel compiled once per shape:
+    `variable *= 1 - decay` (decay = learning_rate * weight_decay, or 0), then PyTorch's Adam update."""
+    import tensorflow as tf
+
+    @tf.function(jit_compile=True, reduce_retracing=True)
+    def update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon):
+        decayed = variable.read_value() * (1 - decay)
+        m_next = m + (gradient - m) * (1 - beta_1)
+        v_next = v + (tf.square(gradient) - v) * (1 - beta_2)
+        m_hat = m_next / (1 - tf.pow(beta_1, step))
+        v_hat = v_next / (1 - tf.pow(beta_2, step))
+        m.assign(m_next)
+        v.assign(v_next)
+        variable.assign(decayed - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon))
+
+    return update
 
 
 @keras.saving.register_keras_serializable(package="official_bert")

@@ -82,3 +82,32 @@ def test_adamw_steps_equal_torch_adamw_with_repeated_embedding_ids(loss_scale):
                                    err_msg=f"dense bias after step {step}")
     # Rows never looked up still moved: weight decay, and from step 2 on nothing else (their moments are zero).
     assert not np.allclose(ours_table[3:], table[3:])
+
+
+def _train_embedding_model(strategy, steps=3):
+    """The weights of `_embedding_model` after `steps` AdamW steps (weight decay, clipping) under `strategy`."""
+    keras.utils.set_random_seed(0)
+    with strategy.scope():
+        model = _embedding_model(6, 4, 5)
+        model.compile(optimizer=create_optimizer(1e-2, steps, 1, clip_norm=0.5),
+                      loss=lambda y, p: keras.ops.mean(keras.ops.square(p - y)), jit_compile=False)
+    rng = np.random.default_rng(1)
+    for _ in range(steps):
+        model.train_on_batch(rng.integers(0, 3, (8, 5)).astype("int32"), rng.normal(size=(8, 1)).astype("float32"))
+    return model, [w.numpy() for w in model.weights]
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's fused update")
+def test_adamw_updates_each_variable_in_one_xla_kernel_and_a_distributed_one_op_by_op_the_same():
+    import tensorflow as tf
+
+    model, fused = _train_embedding_model(tf.distribute.get_strategy())
+    variables = model.trainable_variables
+    apply = tf.function(lambda: model.optimizer.apply([tf.zeros_like(v) for v in variables], variables))
+    graph = apply.get_concrete_function().graph.as_graph_def()
+    nodes = list(graph.node) + [node for function in graph.library.function for node in function.node_def]
+    xla_calls = [node for node in nodes if node.attr["_XlaMustCompile"].b]
+    assert len(xla_calls) == len(model.trainable_weights)  # one update kernel per variable
+    _, mirrored = _train_embedding_model(tf.distribute.MirroredStrategy(["/cpu:0"]))
+    for ours, op_by_op in zip(fused, mirrored):
+        np.testing.assert_allclose(ours, op_by_op, rtol=1e-6, atol=1e-7)
