@@ -121,7 +121,7 @@ class TaggerModule(ServingModule):
     `word_byte_start`/`word_byte_end` [batch, words] int64; `entity_type` [batch, entities] string,
     `entity_text` string, `entity_start`/`entity_end` (characters), `entity_byte_start`/`entity_byte_end`
     int64 (end exclusive); `logits` [batch, seq, labels] (the model runs at the request's longest text, on its
-    real tokens only when the texts differ in length: at padding the head's bias, 0 after the longest text);
+    real tokens only when the texts differ in length: 0 at padding and after the longest text);
     `truncated` [batch] bool. Padding is "" and -1.
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 

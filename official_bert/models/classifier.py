@@ -52,27 +52,38 @@ class BertClassifier(SequenceOutputModel):
         elif config.model_type == "distilbert":
             pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
                                           name="pre_classifier")
-        logits = _head_logits(config, outputs, dropout, pre_head, head)  # (batch, num_classes)
+        logits = _head_logits(config, outputs["sequence_output"][:, 0, :], outputs["pooled_output"], dropout,
+                              pre_head, head)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
+        self.classifier_dropout = dropout
         self.pre_head = pre_head
         self.head = head
         self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
 
-    def call_real_tokens(self, inputs):
-        """`self(inputs, training=False)` with the encoder run on the real tokens only
-        (`BertEncoder.encode_real_tokens`): the same logits up to float rounding, at the real tokens' share of the
-        padded batch's compute. For served batches of unequal texts.
+    def call(self, inputs, training=None, mask=None):
+        """The logits; a training call runs on the real tokens only where `trains_on_real_tokens()`."""
+        if training and self.trains_on_real_tokens():
+            return self.call_real_tokens(inputs, training=True)
+        return super().call(inputs, training=training, mask=mask)
+
+    def call_real_tokens(self, inputs, training=False):
+        """`self(inputs, training=training)` with the encoder run on the real tokens only
+        (`BertEncoder.encode_packed`): the same logits up to float rounding (and dropout), at the real tokens'
+        share of the padded batch's compute. For served batches of unequal texts, and for training.
 
         Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
+            training: whether to apply dropout.
 
         Returns: logits (batch, num_classes) float32.
         """
-        outputs = self.encoder.encode_real_tokens(inputs)
-        return _head_logits(self.encoder.config, outputs, None, self.pre_head, self.head)  # no dropout at inference
+        rows, real_tokens = self.encoder.encode_packed(inputs, training=training)
+        first_token = real_tokens.first_tokens(rows)  # (batch, hidden)
+        return _head_logits(self.encoder.config, first_token, self.encoder.pool(first_token), self.classifier_dropout,
+                            self.pre_head, self.head, training=training)
 
     def default_loss(self):
         """Cross-entropy of the logits; mean squared error for regression (`num_classes=1`)."""
@@ -94,17 +105,17 @@ class BertClassifier(SequenceOutputModel):
         return cls(**config)
 
 
-def _head_logits(config, encoder_outputs, dropout, pre_head, head):
-    """The family's head on the encoder's outputs (see `BertClassifier`): (batch, num_classes) logits.
-    `dropout`: the head's Dropout layer, or None at inference."""
+def _head_logits(config, first_token, pooled_output, dropout, pre_head, head, training=None):
+    """The family's head (see `BertClassifier`) on the encoder's first-token `sequence_output` and its
+    `pooled_output`, both (batch, hidden): (batch, num_classes) logits. `dropout`: the head's Dropout layer, applied
+    where `training` (None: the call's own flag)."""
     def drop(x):
-        return x if dropout is None else dropout(x)
+        return dropout(x, training=training)
 
     if config.is_roberta:
-        first_token = encoder_outputs["sequence_output"][:, 0, :]  # (batch, hidden)
         features = drop(pre_head(drop(first_token)))
     elif config.model_type == "distilbert":  # the first token: DistilBERT has no pooler
-        features = drop(pre_head(encoder_outputs["pooled_output"]))
+        features = drop(pre_head(pooled_output))
     else:
-        features = drop(encoder_outputs["pooled_output"])  # (batch, hidden)
+        features = drop(pooled_output)  # (batch, hidden)
     return head(features)

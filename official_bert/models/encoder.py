@@ -104,19 +104,37 @@ class BertEncoder(keras.Model):
             dict with `sequence_output` (batch, seq, hidden), equal to `self(inputs)`'s at the real tokens (up to
             float rounding) and 0 at the padding, and `pooled_output` (batch, hidden).
         """
+        rows, real_tokens = self.encode_packed(inputs)
+        sequence_output = real_tokens.unpack(rows)  # (batch, seq, hidden)
+        return {"sequence_output": sequence_output, "pooled_output": self.pool(real_tokens.first_tokens(rows))}
+
+    def encode_packed(self, inputs, training=False):
+        """The final hidden states of the batch's real tokens, packed in one row, with every layer after the
+        embeddings run on them only (`official_bert.layers.real_tokens`); for inference and for training.
+
+        Args:
+            inputs: the encoder's dict of (batch, seq) int32 inputs.
+            training: whether to apply dropout (and take the gradients `RealTokens(for_training=True)` gives).
+
+        Returns:
+            `(rows, real_tokens)`: (1, tokens, hidden) hidden states, equal to `self(inputs)`'s
+            `sequence_output` at the real tokens up to float rounding, and the batch's `RealTokens`.
+        """
         mask = inputs["input_mask"]
-        real_tokens = RealTokens(mask)
-        hidden = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+        real_tokens = RealTokens(mask, for_training=training)
+        hidden = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
         rows = real_tokens.pack(hidden)  # (1, tokens, embedding)
         if self.embedding_projection is not None:
             rows = dense_2d(self.embedding_projection, rows)  # (1, tokens, hidden)
         for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):
             for block in layer_blocks:
-                rows = block.call_real_tokens(rows, real_tokens, mask)
-        sequence_output = real_tokens.unpack(rows)  # (batch, seq, hidden)
-        first_token = sequence_output[:, 0, :]  # (batch, hidden)
-        pooled_output = dense_2d(self.pooler, first_token) if self.pooler is not None else first_token
-        return {"sequence_output": sequence_output, "pooled_output": pooled_output}
+                rows = block.call_real_tokens(rows, real_tokens, mask, training)
+        return rows, real_tokens
+
+    def pool(self, first_token):
+        """The pooler on the first token's hidden state, (batch, hidden) -> (batch, hidden); the first token
+        itself for an encoder without one (DistilBERT)."""
+        return dense_2d(self.pooler, first_token) if self.pooler is not None else first_token
 
     def get_config(self):
         return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}

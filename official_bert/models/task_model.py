@@ -11,7 +11,23 @@ from official_bert.models.distribution import reducible_across_workers
 
 
 class TaskModel(keras.Model):
-    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy."""
+    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy.
+
+    Attributes:
+        train_on_real_tokens: whether a model that can (a classifier, a token classifier: their
+            `call_real_tokens`) trains on each batch's real tokens only where `trains_on_real_tokens()`; set False
+            to train on the padded batch.
+    """
+
+    train_on_real_tokens = True
+
+    def trains_on_real_tokens(self):
+        """Whether a training call runs the encoder on the batch's real tokens only: `train_on_real_tokens`, on
+        TensorFlow, without XLA (which needs static shapes; the real tokens' count varies from batch to batch).
+
+        Measured on 2 CPU cores, all-MiniLM-L6-v2, batches of 32 MRPC-length pairs (a third of each padded batch is
+        padding): 1011 -> 805 ms a training step."""
+        return self.train_on_real_tokens and keras.backend.backend() == "tensorflow" and not self.jit_compile
 
     def default_loss(self):
         """The loss `compile(loss="auto")` uses."""

@@ -49,20 +49,30 @@ class BertTokenClassifier(SequenceOutputModel):
         self.encoder = encoder
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
+        self.classifier_dropout = dropout
         self.head = head
 
-    def call_real_tokens(self, inputs):
-        """`self(inputs, training=False)` with the encoder run on the real tokens only
-        (`BertEncoder.encode_real_tokens`): the same logits at the real tokens up to float rounding (the head's
-        bias at the padding), at the real tokens' share of the padded batch's compute. For served batches of
-        unequal texts.
+    def call(self, inputs, training=None, mask=None):
+        """The logits; a training call runs on the real tokens only where `trains_on_real_tokens()`."""
+        if training and self.trains_on_real_tokens():
+            return self.call_real_tokens(inputs, training=True)
+        return super().call(inputs, training=training, mask=mask)
+
+    def call_real_tokens(self, inputs, training=False):
+        """`self(inputs, training=training)` with the encoder and the head run on the real tokens only
+        (`BertEncoder.encode_packed`): the same logits at the real tokens up to float rounding (and dropout), 0 at
+        the padding, at the real tokens' share of the padded batch's compute. For served batches of unequal texts,
+        and for training (the loss skips the padding's `IGNORE_LABEL`).
 
         Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
+            training: whether to apply dropout.
 
         Returns: logits (batch, seq, num_labels) float32.
         """
-        return self.head(self.encoder.encode_real_tokens(inputs)["sequence_output"])  # no dropout at inference
+        rows, real_tokens = self.encoder.encode_packed(inputs, training=training)
+        logits = self.head(self.classifier_dropout(rows, training=training))  # (1, tokens, num_labels)
+        return real_tokens.unpack(logits)
 
     def default_loss(self):
         """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""

@@ -1,0 +1,104 @@
+"""Training on real tokens only (`TaskModel.trains_on_real_tokens`): a classifier's and a token classifier's
+training calls run the encoder on the batch's real tokens, with the padded model's logits and gradients (no
+dropout), for every family; XLA-compiled models and `train_on_real_tokens = False` train on the padded batch."""
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+
+from official_bert import BertClassifier, BertConfig, BertEncoder
+from official_bert.models import BertTokenClassifier
+
+tf = pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")
+
+FAMILIES = {
+    "bert": dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                 max_position_embeddings=40, type_vocab_size=2),
+    "roberta": dict(model_type="roberta", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=64, max_position_embeddings=44, type_vocab_size=1, pad_token_id=1),
+    "distilbert": dict(model_type="distilbert", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=40, type_vocab_size=0),
+    "albert": dict(model_type="albert", vocab_size=100, embedding_size=8, hidden_size=16, num_hidden_layers=4,
+                   num_hidden_groups=2, inner_group_num=1, num_attention_heads=2, intermediate_size=24,
+                   max_position_embeddings=40, hidden_act="gelu_new"),
+}
+
+
+def _model(family, kind, dropout=0.0):
+    config = dataclasses.replace(BertConfig.from_dict(FAMILIES[family]), hidden_dropout_prob=dropout,
+                                 attention_probs_dropout_prob=dropout)
+    keras.utils.set_random_seed(4)
+    if kind == "classifier":
+        return BertClassifier(BertEncoder(config), num_classes=3, dropout_rate=dropout)
+    return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout)
+
+
+def _inputs(lengths, seq=12, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype("int32")
+    ids = np.where(mask == 1, rng.integers(3, 100, mask.shape), 1).astype("int32")
+    types = ((np.arange(seq)[None, :] >= 3) * mask).astype("int32")
+    return {name: tf.constant(value) for name, value in
+            {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}.items()}
+
+
+def _logits_and_gradients(model, inputs):
+    """A training call's logits (at the real tokens for a token classifier) and the gradients of a loss that
+    weighs every logit differently."""
+    with tf.GradientTape() as tape:
+        logits = model(inputs, training=True)
+        if len(logits.shape) == 3:
+            logits = logits * tf.cast(inputs["input_mask"], logits.dtype)[..., None]  # the padding's logits: no loss
+        loss = tf.reduce_sum(logits * tf.sin(tf.reshape(tf.range(tf.size(logits), dtype=tf.float32), logits.shape)))
+    return logits.numpy(), tape.gradient(loss, model.trainable_variables)
+
+
+@pytest.mark.parametrize("kind", ["classifier", "tagger"])
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_training_call_on_real_tokens_has_the_padded_models_logits_and_gradients(family, kind, monkeypatch):
+    model = _model(family, kind)
+    inputs = _inputs([4, 12, 7])
+    assert model.trains_on_real_tokens()
+    real_token_calls = []
+    call_real_tokens = model.call_real_tokens
+
+    def counted(*args, **kwargs):
+        real_token_calls.append(kwargs)
+        return call_real_tokens(*args, **kwargs)
+
+    monkeypatch.setattr(model, "call_real_tokens", counted)
+    logits, gradients = _logits_and_gradients(model, inputs)
+    assert real_token_calls == [{"training": True}]
+    model.train_on_real_tokens = False
+    padded_logits, padded_gradients = _logits_and_gradients(model, inputs)
+    assert len(real_token_calls) == 1
+    np.testing.assert_allclose(logits, padded_logits, atol=2e-5, rtol=1e-5)
+    assert len(gradients) == len(padded_gradients) == len(model.trainable_variables)
+    for variable, ours, padded in zip(model.trainable_variables, gradients, padded_gradients):
+        assert (ours is None) == (padded is None), variable.path
+        if ours is not None:
+            np.testing.assert_allclose(tf.convert_to_tensor(ours).numpy(), tf.convert_to_tensor(padded).numpy(),
+                                       atol=2e-5, rtol=1e-4, err_msg=variable.path)
+
+
+def test_a_training_call_on_real_tokens_applies_dropout():
+    model = _model("bert", "classifier", dropout=0.5)
+    inputs = _inputs([4, 12, 7])
+    first, second = (model(inputs, training=True).numpy() for _ in range(2))
+    assert not np.allclose(first, second)
+    np.testing.assert_array_equal(model(inputs, training=False).numpy(), model(inputs, training=False).numpy())
+
+
+def test_fit_trains_on_real_tokens_without_xla_and_on_the_padded_batch_with_it():
+    model = _model("bert", "classifier")
+    model.compile(optimizer="adam", jit_compile=False)
+    assert model.trains_on_real_tokens()
+    inputs = _inputs([4, 12, 7, 9])
+    labels = tf.constant([0, 1, 2, 1])
+    losses = [model.train_on_batch(inputs, labels) for _ in range(5)]
+    assert losses[-1] < losses[0]
+    model.compile(optimizer="adam", jit_compile=True)
+    assert not model.trains_on_real_tokens()
