@@ -7,8 +7,9 @@ Both sides fine-tune ../shared/data/all-MiniLM-L6-v2 on ../shared/data/conll2003
 rate, weight decay 0.01 except LayerNorm and biases, epsilon 1e-8, global-norm clipping 1.0), linear warmup
 over 10% of the steps then linear decay, batch 32, sequences of up to 128 word pieces, dropout 0.1, the same
 number of steps; the first word piece of each word carries its label, the others are ignored by the loss.
-Each training batch is cut to its longest sentence (ours rounds up to 32 pieces; the peer pads to the longest,
-as the collator of transformers' `run_ner.py` does by default): the loss is the same, the step cheaper. Ours
+Each training batch is cut to its longest sentence (ours rounds up to 32 pieces under XLA only, and without XLA
+trains on the real tokens alone; the peer pads to the longest, as the collator of transformers' `run_ner.py` does
+by default): the loss is the same, the step cheaper. Ours
 runs through the CLI (`python -m tasks.run_ner`); the peer is a plain PyTorch loop over
 `BertForTokenClassification`, tokenized by `transformers`' fast tokenizer (`is_split_into_words=True`,
 `word_ids()` for the alignment). Sentences of more than 126 pieces are windowed by ours and truncated by the

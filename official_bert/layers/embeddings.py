@@ -57,7 +57,12 @@ class BertEmbeddings(keras.layers.Layer):
         self.built = True
 
     def call(self, input_word_ids, input_type_ids, training=None):
-        # input_word_ids, input_type_ids: (batch, seq) int
+        """(batch, seq) int ids -> (batch, seq, hidden): `normalize(sum_tables(...))`."""
+        return self.normalize(self.sum_tables(input_word_ids, input_type_ids), training)
+
+    def sum_tables(self, input_word_ids, input_type_ids):
+        """The word, position and token-type rows of each token, summed: (batch, seq) int -> (batch, seq, hidden)
+        in the compute dtype."""
         seq_length = input_word_ids.shape[1]
         skipped = self.padding_id + 1 if self.positions_after_padding else 0  # RoBERTa's first position ids
         if seq_length is not None and seq_length + skipped > self.max_position_embeddings:
@@ -84,18 +89,19 @@ class BertEmbeddings(keras.layers.Layer):
         else:
             positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
         if self.token_type_embeddings is None:
-            return self.dropout(self._normalize(words + positions, training), training=training)
+            return words + positions
         one_hot_types = ops.one_hot(input_type_ids, self.type_vocab_size, dtype=self.compute_dtype)  # (b, s, types)
         types = ops.matmul(one_hot_types, self.token_type_embeddings)  # (batch, seq, hidden)
-        embeddings = self._normalize(words + types + positions, training)
-        return self.dropout(embeddings, training=training)
+        return words + types + positions
 
-    def _normalize(self, embeddings, training):
-        """The LayerNorm, (batch, seq, hidden) -> float32: one XLA kernel each way in a training call on
-        TensorFlow (`fused_training_ops`)."""
+    def normalize(self, embeddings, training=None):
+        """The LayerNorm, then dropout: (..., hidden) summed embeddings -> (..., hidden) in the compute dtype. The
+        LayerNorm is one XLA kernel each way in a training call on TensorFlow (`fused_training_ops`)."""
         if fused_training_ops.enabled(training):
-            return fused_training_ops.layer_norm(self.layer_norm, embeddings)
-        return self.layer_norm(embeddings)
+            normalized = fused_training_ops.layer_norm(self.layer_norm, embeddings)
+        else:
+            normalized = self.layer_norm(embeddings)
+        return self.dropout(normalized, training=training)
 
     def quantize_word_table(self):
         """Stores the word-piece table in int8 with a float32 scale per row (its largest magnitude / 127, as

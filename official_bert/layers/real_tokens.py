@@ -15,6 +15,10 @@ all-MiniLM-L6-v2 training step on MRPC-length batches, 2 CPU cores).
 import keras
 from keras import ops
 
+# For training on TensorFlow, packed rows are padded with zero rows to a multiple of this many: the XLA-compiled
+# training kernels (`fused_training_ops`) compile once per shape, and the real tokens' count changes every batch.
+TRAINING_ROW_MULTIPLE = 64
+
 
 class RealTokens:
     """Where a batch's real tokens are, from its (batch, seq) attention mask.
@@ -38,11 +42,18 @@ class RealTokens:
         self.sources = ops.maximum(real_before - 1, 0)  # (batch * seq,)
         self._gather_gradients = for_training and keras.backend.backend() == "tensorflow"
         if self._gather_gradients:
-            # For every flat position its packed row, or `tokens` (a zero row appended) at the padding.
-            self._rows = ops.where(flat_mask != 0, real_before - 1, ops.shape(self.indices)[0])
+            tokens = ops.shape(self.indices)[0]
+            rows = (tokens + TRAINING_ROW_MULTIPLE - 1) // TRAINING_ROW_MULTIPLE * TRAINING_ROW_MULTIPLE
+            # What each packed row reads: a real token's flat position, then `batch * seq` (a zero row appended to
+            # the flat tokens) up to `rows`.
+            self._row_sources = ops.concatenate(
+                [self.indices, ops.full((rows - tokens,), self.batch * self.seq, "int32")])  # (rows,)
+            # For every flat position its packed row, or `rows` (a zero row appended) at the padding.
+            self._rows = ops.where(flat_mask != 0, real_before - 1, rows)  # (batch * seq,)
 
     def pack(self, padded):
-        """(batch, seq, ...) -> (1, tokens, ...): the real tokens, in one row."""
+        """(batch, seq, ...) -> (1, tokens, ...): the real tokens, in one row; for training on TensorFlow, then zero
+        rows up to a multiple of `TRAINING_ROW_MULTIPLE` (so XLA's training kernels meet few shapes)."""
         trailing = tuple(padded.shape[2:])
         if self._gather_gradients:
             return self._pack_with_gathered_gradient(padded)
@@ -58,7 +69,7 @@ class RealTokens:
     def unpack(self, packed):
         """(1, tokens, ...) -> (batch, seq, ...): the tokens back in place, zeros at the padding."""
         trailing = tuple(packed.shape[2:])
-        flat = ops.scatter(ops.expand_dims(self.indices, -1), packed[0],
+        flat = ops.scatter(ops.expand_dims(self.indices, -1), packed[0, :ops.shape(self.indices)[0]],
                            (self.batch * self.seq,) + trailing)  # (batch * seq, ...)
         return ops.reshape(flat, (self.batch, self.seq) + trailing)
 
@@ -82,11 +93,11 @@ class RealTokens:
 
         @tf.custom_gradient
         def pack(padded):
-            def grad(upstream):  # (1, tokens, ...) -> (batch, seq, ...), zeros at the padding
+            def grad(upstream):  # (1, rows, ...) -> (batch, seq, ...), zeros at the padding
                 rows = tf.concat([upstream[0], tf.zeros((1,) + trailing, upstream.dtype)], axis=0)
                 return tf.reshape(tf.gather(rows, self._rows), tf.shape(padded))
 
-            return tf.gather(tf.reshape(padded, (-1,) + trailing), self.indices)[None], grad
+            return tf.gather(_with_zero_row(tf.reshape(padded, (-1,) + trailing)), self._row_sources)[None], grad
 
         return pack(padded)
 
@@ -100,10 +111,17 @@ class RealTokens:
 
         @tf.custom_gradient
         def unpack(packed):
-            def grad(upstream):  # (batch, seq, ...) -> (1, tokens, ...)
-                return tf.gather(tf.reshape(upstream, (-1,) + trailing), self.indices)[None]
+            def grad(upstream):  # (batch, seq, ...) -> (1, rows, ...), zeros at the rows after the real tokens
+                return tf.gather(_with_zero_row(tf.reshape(upstream, (-1,) + trailing)), self._row_sources)[None]
 
             unpacked = tf.gather(packed[0], self.sources)  # (batch * seq, ...)
             return tf.reshape(unpacked, (self.batch, self.seq) + trailing), grad
 
         return unpack(packed)
+
+
+def _with_zero_row(flat):
+    """(n, ...) -> (n + 1, ...): a zero row appended (TensorFlow)."""
+    import tensorflow as tf
+
+    return tf.concat([flat, tf.zeros_like(flat[:1])], axis=0)

@@ -122,8 +122,8 @@ class BertEncoder(keras.Model):
         """
         mask = inputs["input_mask"]
         real_tokens = RealTokens(mask, for_training=training)
-        hidden = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=training)
-        rows = real_tokens.pack(hidden)  # (1, tokens, embedding)
+        summed = self.embeddings.sum_tables(inputs["input_word_ids"], inputs["input_type_ids"])  # (b, s, embedding)
+        rows = self.embeddings.normalize(real_tokens.pack(summed), training)  # (1, tokens, embedding)
         if self.embedding_projection is not None:
             rows = dense_2d(self.embedding_projection, rows)  # (1, tokens, hidden)
         for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):

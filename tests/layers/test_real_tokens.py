@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert import BertClassifier, BertConfig, BertEncoder
-from official_bert.layers.real_tokens import RealTokens
+from official_bert.layers.real_tokens import TRAINING_ROW_MULTIPLE, RealTokens
 
 FAMILIES = {
     "bert": dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
@@ -111,17 +111,25 @@ def _gradient(fn, values, upstream):
 
 
 def test_training_gradients_of_pack_and_unpack_for_attention_are_autodiffs():
-    """`for_training=True` (gathers, no scatter-add): `pack`'s gradient is autodiff's; `unpack_for_attention`'s is
-    autodiff's for an upstream gradient that is zero at the padding, as the attention's is."""
+    """`for_training=True` (gathers, no scatter-add; zero rows up to `TRAINING_ROW_MULTIPLE`): `pack`'s gradient is
+    autodiff's; `unpack_for_attention`'s is autodiff's for an upstream gradient that is zero at the padding, as the
+    attention's is, and zero at the added rows."""
     mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]], "int32")
+    tokens = int(mask.sum())
     rng = np.random.default_rng(3)
     values = rng.standard_normal((3, 4, 2)).astype("float32")
     plain, for_training = RealTokens(mask), RealTokens(mask, for_training=True)
-    upstream_rows = rng.standard_normal((1, int(mask.sum()), 2)).astype("float32")
+    rows = for_training.pack(values).numpy()
+    assert rows.shape == (1, TRAINING_ROW_MULTIPLE, 2)
+    np.testing.assert_array_equal(rows[:, :tokens], plain.pack(values).numpy())
+    assert not rows[:, tokens:].any()
+    upstream_rows = rng.standard_normal((1, TRAINING_ROW_MULTIPLE, 2)).astype("float32")
     np.testing.assert_array_equal(_gradient(for_training.pack, values, upstream_rows),
-                                  _gradient(plain.pack, values, upstream_rows))
-    rows = plain.pack(values).numpy()
+                                  _gradient(plain.pack, values, upstream_rows[:, :tokens]))
     upstream = rng.standard_normal((3, 4, 2)).astype("float32") * mask[..., None]
-    np.testing.assert_array_equal(_gradient(for_training.unpack_for_attention, rows, upstream),
-                                  _gradient(plain.unpack_for_attention, rows, upstream))
+    gradient = _gradient(for_training.unpack_for_attention, rows, upstream)
+    np.testing.assert_array_equal(gradient[:, :tokens], _gradient(plain.unpack_for_attention, rows[:, :tokens],
+                                                                  upstream))
+    assert not gradient[:, tokens:].any()
     np.testing.assert_array_equal(for_training.unpack_for_attention(rows), plain.unpack_for_attention(rows))
+    np.testing.assert_array_equal(for_training.unpack(rows), values * mask[..., None])
