@@ -132,8 +132,7 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
     def _fused_tensorflow_update(self, gradient, variable, learning_rate):
         """`update_step` after Keras' weight decay (`variable -= lr * weight_decay * variable`, where
         `_use_weight_decay`), as one XLA kernel per variable. Op by op, TensorFlow makes 15-20 passes over every
-        variable, its moments and its gradient: all-MiniLM-L6-v2's 22.7M parameters took 101-106 ms a step on 2
-        CPU cores, 39-41 ms fused. Variables of a `tf.distribute` strategy take the op-by-op path."""
+        variable, its moments and its gradient. Variables of a `tf.distribute` strategy take the op-by-op path."""
         import tensorflow as tf
 
         index = self._get_variable_index(variable)
@@ -145,28 +144,29 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         if any(isinstance(t, tf.distribute.DistributedValues) for t in (variable, m, v)):
             variable.assign_sub(variable * decay)
             return self._keras_ops_update(gradient, variable, learning_rate)
-        _fused_adamw_kernel()(variable, m, v, tf.cast(gradient, dtype), learning_rate, decay,
-                              tf.cast(self.iterations + 1, dtype), tf.constant(self.beta_1, dtype),
-                              tf.constant(self.beta_2, dtype), tf.constant(self.epsilon, dtype))
+        updated = _fused_adamw_kernel()(variable.read_value(), m.read_value(), v.read_value(),
+                                        tf.cast(gradient, dtype), learning_rate, decay,
+                                        tf.cast(self.iterations + 1, dtype), tf.constant(self.beta_1, dtype),
+                                        tf.constant(self.beta_2, dtype), tf.constant(self.epsilon, dtype))
+        for target, value in zip((variable, m, v), updated):
+            target.assign(value)
 
 
 @functools.cache
 def _fused_adamw_kernel():
-    """`update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon)`: one AdamW step on
-    a variable and its moments (tf.Variables of one shape), in place, as one XLA kernel compiled once per shape:
-    `variable *= 1 - decay` (decay = learning_rate * weight_decay, or 0), then PyTorch's Adam update."""
+    """`update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon)` -> the variable's
+    and its moments' next values: one AdamW step as one XLA kernel, compiled once per shape: `variable *= 1 - decay`
+    (decay = learning_rate * weight_decay, or 0), then PyTorch's Adam update. Tensors in and out: a tf.function
+    given the variables themselves holds on to the first model's and fails on the next one's."""
     import tensorflow as tf
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon):
-        decayed = variable.read_value() * (1 - decay)
         m_next = m + (gradient - m) * (1 - beta_1)
         v_next = v + (tf.square(gradient) - v) * (1 - beta_2)
         m_hat = m_next / (1 - tf.pow(beta_1, step))
         v_hat = v_next / (1 - tf.pow(beta_2, step))
-        m.assign(m_next)
-        v.assign(v_next)
-        variable.assign(decayed - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon))
+        return variable * (1 - decay) - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon), m_next, v_next
 
     return update
 
