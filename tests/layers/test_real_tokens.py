@@ -8,29 +8,7 @@ import tensorflow as tf
 
 from official_bert import BertClassifier, BertConfig, BertEncoder
 from official_bert.layers.real_tokens import TRAINING_ROW_MULTIPLE, RealTokens
-
-FAMILIES = {
-    "bert": dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                 max_position_embeddings=40, type_vocab_size=2),
-    "roberta": dict(model_type="roberta", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=64, max_position_embeddings=44, type_vocab_size=1, pad_token_id=1),
-    "distilbert": dict(model_type="distilbert", vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=40, type_vocab_size=0),
-    "albert": dict(model_type="albert", vocab_size=100, embedding_size=8, hidden_size=16, num_hidden_layers=4,
-                   num_hidden_groups=2, inner_group_num=1, num_attention_heads=2, intermediate_size=24,
-                   max_position_embeddings=40, hidden_act="gelu_new"),
-}
-
-
-def _inputs(lengths, seq=12, seed=0):
-    """Texts of `lengths` real tokens, padded to `seq` (pad id 1 as RoBERTa's; a BERT pad id differs only in
-    which row is looked up, and the mask hides it)."""
-    rng = np.random.default_rng(seed)
-    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype("int32")
-    ids = np.where(mask == 1, rng.integers(3, 100, mask.shape), 1).astype("int32")
-    types = ((np.arange(seq)[None, :] >= 3) * mask).astype("int32")
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
-
+from tiny_families import FAMILIES, padded_inputs
 
 def test_pack_and_unpack_round_trip_with_zeros_at_the_padding():
     mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1]], "int32")
@@ -56,7 +34,7 @@ def test_unpack_for_attention_puts_each_token_back_and_a_real_token_at_the_paddi
 def test_encoder_on_real_tokens_equals_the_padded_encoder_there(family):
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(BertConfig.from_dict(FAMILIES[family]))
-    inputs = _inputs([12, 5, 1, 9])
+    inputs = padded_inputs([12, 5, 1, 9])
     padded = encoder(inputs, training=False)
     unpadded = encoder.encode_real_tokens(inputs)
     mask = inputs["input_mask"][..., None].astype(bool)
@@ -73,7 +51,7 @@ def test_token_classifier_on_real_tokens_gives_the_same_logits_at_them():
 
     keras.utils.set_random_seed(2)
     model = BertTokenClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_labels=5)
-    inputs = _inputs([4, 12, 7], seed=2)
+    inputs = padded_inputs([4, 12, 7], seed=2)
     real = inputs["input_mask"] == 1
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))  # (3, 12, 5)
     got = tf.function(model.call_real_tokens)({k: tf.constant(v) for k, v in inputs.items()}).numpy()
@@ -85,7 +63,7 @@ def test_token_classifier_on_real_tokens_gives_the_same_logits_at_them():
 def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
     keras.utils.set_random_seed(1)
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES[family])), num_classes=3)
-    inputs = _inputs([4, 12, 7], seed=1)
+    inputs = padded_inputs([4, 12, 7], seed=1)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
     got = tf.function(model.call_real_tokens)({k: tf.constant(v) for k, v in inputs.items()}).numpy()
     np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)
@@ -95,7 +73,7 @@ def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     keras.utils.set_random_seed(2)
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_classes=2)
     model.quantize("int8")
-    inputs = _inputs([12, 3, 8], seed=2)
+    inputs = padded_inputs([12, 3, 8], seed=2)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
     got = keras.ops.convert_to_numpy(model.call_real_tokens(inputs))
     # Activations are quantized per call over the tensor they see: packed tokens vs padded ones differ in range.

@@ -10,22 +10,10 @@ import pytest
 
 from official_bert import BertClassifier, BertConfig, BertEncoder
 from official_bert.models import BertTokenClassifier
+from tiny_families import FAMILIES, padded_inputs
 
 tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")
-
-FAMILIES = {
-    "bert": dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                 max_position_embeddings=40, type_vocab_size=2),
-    "roberta": dict(model_type="roberta", vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=64, max_position_embeddings=44, type_vocab_size=1, pad_token_id=1),
-    "distilbert": dict(model_type="distilbert", vocab_size=100, hidden_size=32, num_hidden_layers=2,
-                       num_attention_heads=4, intermediate_size=64, max_position_embeddings=40, type_vocab_size=0),
-    "albert": dict(model_type="albert", vocab_size=100, embedding_size=8, hidden_size=16, num_hidden_layers=4,
-                   num_hidden_groups=2, inner_group_num=1, num_attention_heads=2, intermediate_size=24,
-                   max_position_embeddings=40, hidden_act="gelu_new"),
-}
-
 
 def _model(family, kind, dropout=0.0):
     config = dataclasses.replace(BertConfig.from_dict(FAMILIES[family]), hidden_dropout_prob=dropout,
@@ -36,13 +24,8 @@ def _model(family, kind, dropout=0.0):
     return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout)
 
 
-def _inputs(lengths, seq=12, seed=0):
-    rng = np.random.default_rng(seed)
-    mask = (np.arange(seq)[None, :] < np.array(lengths)[:, None]).astype("int32")
-    ids = np.where(mask == 1, rng.integers(3, 100, mask.shape), 1).astype("int32")
-    types = ((np.arange(seq)[None, :] >= 3) * mask).astype("int32")
-    return {name: tf.constant(value) for name, value in
-            {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}.items()}
+def _inputs(lengths):
+    return {name: tf.constant(value) for name, value in padded_inputs(lengths).items()}
 
 
 def _logits_and_gradients(model, inputs):
