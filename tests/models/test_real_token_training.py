@@ -85,3 +85,16 @@ def test_fit_trains_on_real_tokens_without_xla_and_on_the_padded_batch_with_it()
     assert losses[-1] < losses[0]
     model.compile(optimizer="adam", jit_compile=True)
     assert not model.trains_on_real_tokens()
+
+
+def test_a_model_under_a_tpu_strategy_trains_on_the_padded_batch(monkeypatch):
+    from unittest import mock
+
+    model = _model("bert", "classifier")
+    assert model.trains_on_real_tokens()
+    monkeypatch.setattr(tf.distribute, "get_strategy",
+                        lambda: mock.create_autospec(tf.distribute.TPUStrategy, instance=True))
+    assert not model.trains_on_real_tokens()
+    model.train_on_real_tokens = False
+    monkeypatch.undo()
+    assert not model.trains_on_real_tokens()
