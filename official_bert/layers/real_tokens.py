@@ -25,6 +25,8 @@ class RealTokens:
 
     Args:
         attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding.
+        for_training: rows for a training step: on TensorFlow, `pack` adds zero rows up to a multiple of
+            `TRAINING_ROW_MULTIPLE`, and `pack` and `unpack_for_attention` take gather gradients.
 
     Attributes:
         indices: (tokens,) int32, the flat position `b * seq + s` of every real token, batch-major.
