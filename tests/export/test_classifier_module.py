@@ -113,7 +113,10 @@ def test_regression_gives_a_score(tmp_path, vocab_file):
     from official_bert.text import TextPreprocessor
 
     inputs, _ = TextPreprocessor(vocab_file, True, 24).pack([tf.constant(first), tf.constant(second)])
-    np.testing.assert_allclose(out["score"].numpy(), model(inputs, training=False).numpy()[:, 0], atol=1e-5)
+    # The export runs the unequal pairs on their real tokens: other matmul and LayerNorm shapes, other rounding
+    # (the real-token tests' tolerance).
+    np.testing.assert_allclose(out["score"].numpy(), model(inputs, training=False).numpy()[:, 0], atol=2e-5,
+                               rtol=1e-5)
 
 
 def test_model_dir_errors_name_the_problem(tmp_path, vocab_file):
