@@ -97,11 +97,7 @@ class BertEmbeddings(keras.layers.Layer):
     def normalize(self, embeddings, training=None):
         """The LayerNorm, then dropout: (..., hidden) summed embeddings -> (..., hidden) in the compute dtype. The
         LayerNorm is one XLA kernel each way in a training call on TensorFlow (`fused_training_ops`)."""
-        if fused_training_ops.enabled(training):
-            normalized = fused_training_ops.layer_norm(self.layer_norm, embeddings)
-        else:
-            normalized = self.layer_norm(embeddings)
-        return self.dropout(normalized, training=training)
+        return self.dropout(fused_training_ops.layer_norm(self.layer_norm, embeddings, training), training=training)
 
     def quantize_word_table(self):
         """Stores the word-piece table in int8 with a float32 scale per row (its largest magnitude / 127, as

@@ -96,8 +96,7 @@ class RealTokens:
         @tf.custom_gradient
         def pack(padded):
             def grad(upstream):  # (1, rows, ...) -> (batch, seq, ...), zeros at the padding
-                rows = tf.concat([upstream[0], tf.zeros((1,) + trailing, upstream.dtype)], axis=0)
-                return tf.reshape(tf.gather(rows, self._rows), tf.shape(padded))
+                return tf.reshape(tf.gather(_with_zero_row(upstream[0]), self._rows), tf.shape(padded))
 
             return tf.gather(_with_zero_row(tf.reshape(padded, (-1,) + trailing)), self._row_sources)[None], grad
 

@@ -88,13 +88,12 @@ class TransformerBlock(keras.layers.Layer):
     def _after_attention(self, hidden_states, attention_output, training):
         """Both residual sublayers after the attention: `LayerNorm(x + dropout(attention))`, then the feed-forward's
         `LayerNorm(x + dropout(ffn(x)))`; (..., hidden) float32 in and out."""
-        fused = fused_training_ops.enabled(training)
-        layer_norm = fused_training_ops.layer_norm if fused else (lambda layer, inputs: layer(inputs))
+        layer_norm = fused_training_ops.layer_norm  # one XLA kernel each way in a training call on TensorFlow
         attention_output = self.attention_dropout(attention_output, training=training)
         hidden_states = layer_norm(self.attention_layer_norm,
-                                   hidden_states + keras.ops.cast(attention_output, "float32"))
+                                   hidden_states + keras.ops.cast(attention_output, "float32"), training)
         layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
-        return layer_norm(self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"))
+        return layer_norm(self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"), training)
 
     def _feed_forward(self, hidden_states, training):
         """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""

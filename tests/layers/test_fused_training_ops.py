@@ -94,14 +94,14 @@ def _normalize_with(layer, x, gamma, beta):
         axis, center, scale, rms_scaling, epsilon = layer.axis, True, True, False, layer.epsilon
 
     Weights.gamma, Weights.beta = gamma, beta
-    return fused_training_ops.layer_norm(Weights, x)
+    return fused_training_ops.layer_norm(Weights, x, training=True)
 
 
 def test_layer_norm_gradients_reach_the_layers_variables():
     layer = _layer_norm(32, 1e-12, seed=4)
     x = tf.constant(np.random.default_rng(5).standard_normal((2, 5, 32)).astype(np.float32))
     grads = []
-    for fn in (lambda: fused_training_ops.layer_norm(layer, x), lambda: layer(x)):
+    for fn in (lambda: fused_training_ops.layer_norm(layer, x, training=True), lambda: layer(x)):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(fn() ** 3)
         grads.append(tape.gradient(loss, [layer.gamma, layer.beta]))
@@ -112,7 +112,8 @@ def test_layer_norm_gradients_reach_the_layers_variables():
 def test_a_layer_norm_of_another_kind_is_called_as_keras_computes_it():
     layer = _layer_norm(32, 1e-6, seed=6, center=False)  # no beta
     x = np.random.default_rng(7).standard_normal((2, 5, 32)).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(fused_training_ops.layer_norm(layer, x)), np.asarray(layer(x)))
+    np.testing.assert_array_equal(np.asarray(fused_training_ops.layer_norm(layer, x, training=True)),
+                                  np.asarray(layer(x)))
 
 
 def _block():
