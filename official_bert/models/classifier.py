@@ -4,10 +4,11 @@ DistilBERT's heads add their dense layer on the first token."""
 import keras
 
 from official_bert.models.sequence_output_model import SequenceOutputModel
+from official_bert.models.task_model import RealTokenTraining
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertClassifier(SequenceOutputModel):
+class BertClassifier(RealTokenTraining, SequenceOutputModel):
     """Classifies (or scores) a packed sequence from the encoder's pooled `[CLS]` output.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
@@ -62,12 +63,6 @@ class BertClassifier(SequenceOutputModel):
         self.pre_head = pre_head
         self.head = head
         self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
-
-    def call(self, inputs, training=None, mask=None):
-        """The logits; a training call runs on the real tokens only where `trains_on_real_tokens()`."""
-        if training and self.trains_on_real_tokens():
-            return self.call_real_tokens(inputs, training=True)
-        return super().call(inputs, training=training, mask=mask)
 
     def call_real_tokens(self, inputs, training=False):
         """`self(inputs, training=training)` with the encoder run on the real tokens only

@@ -1,4 +1,5 @@
-"""TaskModel: the base of the fine-tuning models (classifier, token classifier, span labeler).
+"""TaskModel: the base of the fine-tuning models (classifier, token classifier, span labeler), and
+RealTokenTraining, the training call of those that can run on a batch's real tokens only.
 
 One loss convention for all of them, keras-hub's: `compile(loss="auto", metrics="auto")` fills in the model's
 own `default_loss()` and `default_metrics()`; pass a loss or metrics to override them. (`BertPretrainer` computes
@@ -14,8 +15,8 @@ class TaskModel(keras.Model):
     """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy.
 
     Attributes:
-        train_on_real_tokens: whether a model that can (a classifier, a token classifier: their
-            `call_real_tokens`) trains on each batch's real tokens only where `trains_on_real_tokens()`; set False
+        train_on_real_tokens: whether a model that can (a `RealTokenTraining` one: classifier, token classifier,
+            span labeler) trains on each batch's real tokens only where `trains_on_real_tokens()`; set False
             to train on the padded batch.
     """
 
@@ -78,3 +79,14 @@ class TaskModel(keras.Model):
                 break
             iterator = None
         super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+
+class RealTokenTraining:
+    """Mixin (before `TaskModel` in the bases) for a task model with `call_real_tokens(inputs, training)`: its
+    training call runs that, on the batch's real tokens only, where `trains_on_real_tokens()`; every other call
+    runs the padded functional graph."""
+
+    def call(self, inputs, training=None, mask=None):
+        if training and self.trains_on_real_tokens():
+            return self.call_real_tokens(inputs, training=True)
+        return super().call(inputs, training=training, mask=mask)

@@ -4,10 +4,11 @@ import keras
 
 from official_bert.labels import IGNORE_LABEL
 from official_bert.models.sequence_output_model import SequenceOutputModel
+from official_bert.models.task_model import RealTokenTraining
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertTokenClassifier(SequenceOutputModel):
+class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
     """Labels every token of a packed sequence from the encoder's `sequence_output`.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
@@ -51,12 +52,6 @@ class BertTokenClassifier(SequenceOutputModel):
         self.dropout_rate = dropout_rate
         self.classifier_dropout = dropout
         self.head = head
-
-    def call(self, inputs, training=None, mask=None):
-        """The logits; a training call runs on the real tokens only where `trains_on_real_tokens()`."""
-        if training and self.trains_on_real_tokens():
-            return self.call_real_tokens(inputs, training=True)
-        return super().call(inputs, training=training, mask=mask)
 
     def call_real_tokens(self, inputs, training=False):
         """`self(inputs, training=training)` with the encoder and the head run on the real tokens only

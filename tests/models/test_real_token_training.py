@@ -1,6 +1,7 @@
 """Training on real tokens only (`TaskModel.trains_on_real_tokens`): a classifier's and a token classifier's
 training calls run the encoder on the batch's real tokens, with the padded model's logits and gradients (no
-dropout), for every family; XLA-compiled models and `train_on_real_tokens = False` train on the padded batch."""
+dropout), for every family; a span labeler's too, with its softmax over the real tokens only; XLA-compiled models
+and `train_on_real_tokens = False` train on the padded batch."""
 
 import dataclasses
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from official_bert import BertClassifier, BertConfig, BertEncoder
-from official_bert.models import BertTokenClassifier
+from official_bert.models import BertSpanLabeler, BertTokenClassifier
+from official_bert.models.span_labeler import PADDING_LOGIT, SPAN_OUTPUTS
 from tiny_families import FAMILIES, padded_inputs
 
 tf = pytest.importorskip("tensorflow")
@@ -21,6 +23,8 @@ def _model(family, kind, dropout=0.0):
     keras.utils.set_random_seed(4)
     if kind == "classifier":
         return BertClassifier(BertEncoder(config), num_classes=3, dropout_rate=dropout)
+    if kind == "span":
+        return BertSpanLabeler(BertEncoder(config))
     return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout)
 
 
@@ -65,6 +69,49 @@ def test_a_training_call_on_real_tokens_has_the_padded_models_logits_and_gradien
         if ours is not None:
             np.testing.assert_allclose(tf.convert_to_tensor(ours).numpy(), tf.convert_to_tensor(padded).numpy(),
                                        atol=2e-5, rtol=1e-4, err_msg=variable.path)
+
+
+def _span_loss_and_gradients(model, inputs, padding_logits):
+    """A training call's span logits, and the gradients of the default loss (labels at real tokens) computed on
+    them after `padding_logits` is applied."""
+    labels = {"start_logits": tf.constant([0, 5, 2]), "end_logits": tf.constant([3, 11, 6])}
+    loss = model.default_loss()["start_logits"]
+    with tf.GradientTape() as tape:
+        logits = padding_logits(model(inputs, training=True))
+        total = sum(loss(labels[name], logits[name]) for name in SPAN_OUTPUTS)
+    return {name: logits[name].numpy() for name in SPAN_OUTPUTS}, tape.gradient(total, model.trainable_variables)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_span_labelers_training_call_on_real_tokens_leaves_the_padding_out_of_the_softmax(family):
+    model = _model(family, "span")
+    inputs = _inputs([4, 12, 7])
+    is_real = inputs["input_mask"] > 0
+    assert model.trains_on_real_tokens()
+    logits, gradients = _span_loss_and_gradients(model, inputs, lambda logits: logits)
+    model.train_on_real_tokens = False
+    masked = {name: np.where(is_real.numpy(), logits[name], 0.0) for name in SPAN_OUTPUTS}
+    padded_logits, padded_gradients = _span_loss_and_gradients(
+        model, inputs, lambda logits: {name: tf.where(is_real, logits[name], PADDING_LOGIT) for name in SPAN_OUTPUTS})
+    for name in SPAN_OUTPUTS:
+        np.testing.assert_array_equal(logits[name][~is_real.numpy()], PADDING_LOGIT)
+        np.testing.assert_allclose(masked[name], np.where(is_real.numpy(), padded_logits[name], 0.0),
+                                   atol=2e-5, rtol=1e-5)
+    assert len(gradients) == len(padded_gradients) == len(model.trainable_variables)
+    for variable, ours, padded in zip(model.trainable_variables, gradients, padded_gradients):
+        np.testing.assert_allclose(tf.convert_to_tensor(ours).numpy(), tf.convert_to_tensor(padded).numpy(),
+                                   atol=2e-5, rtol=1e-4, err_msg=variable.path)
+
+
+def test_a_span_labelers_inference_call_keeps_the_padded_models_logits():
+    model = _model("bert", "span")
+    inputs = _inputs([4, 12, 7])
+    logits = model(inputs, training=False)
+    model.train_on_real_tokens = False
+    padded = model(inputs, training=False)
+    for name in SPAN_OUTPUTS:
+        np.testing.assert_array_equal(logits[name].numpy(), padded[name].numpy())
+    assert np.all(np.abs(logits["start_logits"].numpy()) < 100)  # the padding's own logits, not PADDING_LOGIT
 
 
 def test_a_training_call_on_real_tokens_applies_dropout():
