@@ -49,6 +49,8 @@ class RunConfig:
         weight_decay: decoupled weight decay (not on LayerNorm and biases).
         optimizer: "adamw" or "lamb"; adam_epsilon its epsilon.
         jit_compile: XLA; None: on GPU/TPU only.
+        train_on_real_tokens: the task model's `train_on_real_tokens` (classifiers, taggers and span labelers
+            train on each batch's real tokens only, on TensorFlow without XLA; `TaskModel.trains_on_real_tokens`).
         mixed_precision: None, "float16" or "bfloat16".
         distribution_strategy: one_device, mirrored, multi_worker_mirrored or tpu (tpu: the TPU address).
         checkpoint_steps: steps between checkpoints (a restarted run resumes there).
@@ -75,6 +77,7 @@ class RunConfig:
     optimizer: str = "adamw"
     adam_epsilon: float = 1e-6
     jit_compile: Optional[bool] = None
+    train_on_real_tokens: bool = True
     mixed_precision: Optional[str] = None
     distribution_strategy: str = "one_device"
     tpu: Optional[str] = None
@@ -304,6 +307,7 @@ def _compile(model, config, total_steps, warmup_steps, options):
                                      config.weight_decay, config.adam_epsilon)
     else:
         optimizer = "adam"  # unused: compiled only to predict
+    model.train_on_real_tokens = config.train_on_real_tokens
     # the task model's own loss and metrics
     model.compile(optimizer=optimizer, jit_compile=config.uses_xla(), **options)
 

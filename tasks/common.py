@@ -28,6 +28,9 @@ RUN_FLAGS = {
     "adam_epsilon": ("float", 1e-6, "Adam / LAMB epsilon."),
     "jit_compile": ("boolean", None, "Compile the train and predict steps with XLA; default: on GPU/TPU only (on "
                     "CPU XLA is slower, see benchmarks/run.py)."),
+    "train_on_real_tokens": ("boolean", True, "Classifiers, taggers and span labelers train on each batch's real "
+                             "tokens only (TensorFlow without XLA); --notrain_on_real_tokens trains on the padded "
+                             "batch (span labelers: transformers' objective, whose softmax takes in the padding)."),
     "mixed_precision": ("enum", None, "Mixed-precision compute dtype.", ["float16", "bfloat16"]),
     "distribution_strategy": ("enum", "one_device", "tf.distribute strategy.", _STRATEGIES),
     "tpu": ("string", None, "TPU address for --distribution_strategy=tpu (name or grpc://...; '' = local)."),

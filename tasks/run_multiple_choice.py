@@ -31,7 +31,8 @@ flags.DEFINE_string("predict_file", None, "With --do_predict: questions to predi
 flags.DEFINE_string("tfds_name", None, "tensorflow-datasets set for the splits without a file: hellaswag (TFDS has "
                     "no SWAG builder); train, validation (evaluated) and test (predicted).")
 flags.DEFINE_string("tfds_data_dir", None, "tensorflow-datasets data_dir, used with --tfds_name.")
-common.define_run_flags(train_batch_size=16, learning_rate=2e-5, num_train_epochs=3.0, max_seq_length=128,
+common.define_run_flags(skip=("train_on_real_tokens",), train_batch_size=16, learning_rate=2e-5, num_train_epochs=3.0,
+                        max_seq_length=128,
                         helps={"train_batch_size": "Global training batch size, in questions (each packs one "
                                                    "sequence per choice).",
                                "eval_batch_size": "Evaluation / prediction batch size, in questions."})

@@ -48,7 +48,8 @@ flags.DEFINE_integer("steps_per_loop", 1, "Steps per host call (Keras steps_per_
 flags.DEFINE_integer("log_steps", 100, "Steps between log lines; the logged metrics average these steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most.")
 common.define_run_flags(
-    skip=("num_train_epochs", "warmup_proportion", "do_predict"), learning_rate=1e-4, eval_batch_size=32,
+    skip=("num_train_epochs", "warmup_proportion", "do_predict", "train_on_real_tokens"), learning_rate=1e-4,
+    eval_batch_size=32,
     num_train_steps=100000, checkpoint_steps=1000, do_eval=False,
     helps={"init_checkpoint": "Optional: a Hugging Face or Google BERT checkpoint, or a model_dir of ours, to "
                               "continue; heads it lacks start fresh. Unset: train from scratch.",

@@ -17,3 +17,23 @@ def test_a_task_runs_in_process_and_writes_its_model_dir(shared_data, tiny_check
     assert json.loads((tmp_path / "mrpc" / "train_results.json").read_text())["steps"] == 2
     # The same run again finds its training complete and evaluates the saved model: the same figures.
     assert run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config) == results
+
+
+def test_train_on_real_tokens_false_trains_on_the_padded_batch(shared_data, tiny_checkpoint, tmp_path, monkeypatch):
+    from official_bert.models.encoder import BertEncoder
+
+    encode_packed = BertEncoder.encode_packed
+    training_calls = []
+
+    def counted(self, inputs, training=False):
+        training_calls.append(training)
+        return encode_packed(self, inputs, training=training)
+
+    monkeypatch.setattr(BertEncoder, "encode_packed", counted)
+    for real_tokens in (True, False):
+        config = RunConfig(model_dir=str(tmp_path / str(real_tokens)), init_checkpoint=str(tiny_checkpoint),
+                           max_seq_length=32, train_batch_size=8, num_train_steps=2, do_eval=False,
+                           train_on_real_tokens=real_tokens)
+        training_calls.clear()
+        run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+        assert (True in training_calls) == real_tokens  # traced once into the training step when it is used
