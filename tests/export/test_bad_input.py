@@ -12,7 +12,8 @@ def models(exports):
 
 
 def _call(model, signature="serving_default", **inputs):
-    return {k: v.numpy() for k, v in model.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()}).items()}
+    outputs = model.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in outputs.items()}
 
 
 def test_empty_batches_give_empty_outputs(models):
