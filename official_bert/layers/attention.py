@@ -92,22 +92,22 @@ class BertSelfAttention(keras.layers.Layer):
         context = self._attend(query, key, value, attention_mask, training)  # (batch, seq, kept heads, head_size)
         return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
 
-    def call_real_tokens(self, hidden_rows, real_tokens, attention_mask, training=False):
-        """`call` on a batch's real tokens only: the projections run on their rows, the attention on the (batch,
-        seq) layout they are gathered back to (`RealTokens.unpack_for_attention`).
+    def call_real_tokens(self, hidden_rows, real_tokens, training=False):
+        """`call` on a batch's real tokens only: the projections run on their rows, the attention on the layouts
+        they are gathered back to (`RealTokens.unpack_for_attention`: the input's (batch, seq), or length groups).
 
         Args:
             hidden_rows: (1, tokens, hidden), the real tokens (`real_tokens.pack` of the padded input).
             real_tokens: the batch's `official_bert.layers.real_tokens.RealTokens`.
-            attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
             training: whether to apply the attention dropout.
 
         Returns: (1, tokens, hidden), `call(...)` at the real tokens.
         """
-        query, key, value = (real_tokens.unpack_for_attention(dense_2d(layer, hidden_rows))  # (batch, seq, heads, size)
-                             for layer in (self.query, self.key, self.value))
-        context = self._attend(query, key, value, attention_mask, training=training)
-        return dense_2d(self.output_dense, real_tokens.pack(context))  # (1, tokens, hidden)
+        query, key, value = (real_tokens.unpack_for_attention(dense_2d(layer, hidden_rows))  # per layout
+                             for layer in (self.query, self.key, self.value))  # (sequences, length, heads, size)
+        contexts = [self._attend(*layout, training=training)
+                    for layout in zip(query, key, value, real_tokens.attention_masks)]
+        return dense_2d(self.output_dense, real_tokens.pack_attention_output(contexts))  # (1, tokens, hidden)
 
     def _attend(self, query, key, value, attention_mask, training):
         """The heads' attention-weighted values, (batch, seq, kept heads, head_size), from the projected

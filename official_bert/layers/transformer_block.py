@@ -71,18 +71,17 @@ class TransformerBlock(keras.layers.Layer):
         attention_output = self.attention(hidden_states, attention_mask, training=training)
         return self._after_attention(hidden_states, attention_output, training)
 
-    def call_real_tokens(self, hidden_rows, real_tokens, attention_mask, training=False):
+    def call_real_tokens(self, hidden_rows, real_tokens, training=False):
         """`call` on a batch's real tokens only (see `official_bert.layers.real_tokens`).
 
         Args:
             hidden_rows: (1, tokens, hidden) float32, the real tokens (`real_tokens.pack`).
             real_tokens: the batch's `RealTokens`.
-            attention_mask: (batch, seq) int, the mask `real_tokens` was made from.
             training: whether to apply dropout.
         Returns: (1, tokens, hidden) float32, `call(...)` at the real tokens.
         """
         hidden_rows = keras.ops.cast(hidden_rows, "float32")
-        attention_output = self.attention.call_real_tokens(hidden_rows, real_tokens, attention_mask, training)
+        attention_output = self.attention.call_real_tokens(hidden_rows, real_tokens, training)
         return self._after_attention(hidden_rows, attention_output, training)
 
     def _after_attention(self, hidden_states, attention_output, training):

@@ -128,7 +128,7 @@ class BertEncoder(keras.Model):
             rows = dense_2d(self.embedding_projection, rows)  # (1, tokens, hidden)
         for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):
             for block in layer_blocks:
-                rows = block.call_real_tokens(rows, real_tokens, mask, training)
+                rows = block.call_real_tokens(rows, real_tokens, training)
         return rows, real_tokens
 
     def pool(self, first_token):

@@ -28,6 +28,10 @@ def _model(family, kind, dropout=0.0):
     return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout)
 
 
+# Seven texts: in the attention's length groups (`ATTENTION_GROUPS` of 2), the last group has an empty sequence.
+UNEQUAL_LENGTHS = [4, 12, 7, 9, 2, 12, 5]
+
+
 def _inputs(lengths):
     return {name: tf.constant(value) for name, value in padded_inputs(lengths).items()}
 
@@ -47,7 +51,7 @@ def _logits_and_gradients(model, inputs):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_training_call_on_real_tokens_has_the_padded_models_logits_and_gradients(family, kind, monkeypatch):
     model = _model(family, kind)
-    inputs = _inputs([4, 12, 7])
+    inputs = _inputs(UNEQUAL_LENGTHS)
     assert model.trains_on_real_tokens()
     real_token_calls = []
     call_real_tokens = model.call_real_tokens
@@ -74,7 +78,8 @@ def test_a_training_call_on_real_tokens_has_the_padded_models_logits_and_gradien
 def _span_loss_and_gradients(model, inputs, padding_logits):
     """A training call's span logits, and the gradients of the default loss (labels at real tokens) computed on
     them after `padding_logits` is applied."""
-    labels = {"start_logits": tf.constant([0, 5, 2]), "end_logits": tf.constant([3, 11, 6])}
+    labels = {"start_logits": tf.constant([0, 5, 2, 3, 1, 7, 4]),  # at real tokens of UNEQUAL_LENGTHS
+              "end_logits": tf.constant([3, 11, 6, 8, 1, 10, 4])}
     loss = model.default_loss()["start_logits"]
     with tf.GradientTape() as tape:
         logits = padding_logits(model(inputs, training=True))
@@ -85,7 +90,7 @@ def _span_loss_and_gradients(model, inputs, padding_logits):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_span_labelers_training_call_on_real_tokens_leaves_the_padding_out_of_the_softmax(family):
     model = _model(family, "span")
-    inputs = _inputs([4, 12, 7])
+    inputs = _inputs(UNEQUAL_LENGTHS)
     is_real = inputs["input_mask"] > 0
     assert model.trains_on_real_tokens()
     logits, gradients = _span_loss_and_gradients(model, inputs, lambda logits: logits)
