@@ -13,7 +13,8 @@ all-MiniLM-L6-v2 training step on MRPC-length batches, 2 CPU cores). And the att
 batch's sequences sorted by length into `ATTENTION_GROUPS` groups, each group's layout cut to its own longest
 sequence. Attention is per sequence, so this changes no result; it changes the attention's cost, which grows with
 the square of the layout's length: on SQuAD's training windows (seq 384, 40% real tokens) 4 groups of 8 have 0.37
-of the full layout's (batch, seq, seq) scores.
+of the full layout's (batch, seq, seq) scores, and `benchmarks.squad_finetune` trained at 11.3 windows/s with the
+groups against 6.3 without (all-MiniLM-L6-v2, 2 CPU cores).
 """
 
 import keras
