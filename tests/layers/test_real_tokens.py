@@ -108,9 +108,9 @@ def test_training_gradient_of_pack_is_autodiffs():
 
 
 # Six sequences of lengths 3, 1, 4, 2, 4, 1 (seq 5): sorted by length into ATTENTION_GROUPS groups of 2, the last
-# one two empty sequences.
+# one two empty sequences; a layout has at least 2 positions.
 _GROUPED_LENGTHS = [3, 1, 4, 2, 4, 1]
-_GROUPS = [([2, 4], 4), ([0, 3], 3), ([1, 5], 1), ([], 1)]  # (members, the layout's length)
+_GROUPS = [([2, 4], 4), ([0, 3], 3), ([1, 5], 2), ([], 2)]  # (members, the layout's length)
 
 
 def _grouped():
