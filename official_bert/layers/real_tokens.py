@@ -120,7 +120,7 @@ class RealTokens:
         ones filled up with empty sequences) and sets, for training on TensorFlow:
 
         - `_group_rows`: per group, (sequences, length) int32, the packed row each position reads, or `rows` (a zero
-          row appended) at the padding; length is the group's longest sequence (at least 2);
+          row appended) at the padding; length is the group's longest sequence (at least 2, at most seq);
         - `attention_masks`: per group, (sequences, length) int32, 1 at its real tokens;
         - `_row_positions`: (rows,) int32, each packed row's position in the groups' flattened layouts, one after
           the other; past the last one (a zero row appended) for the rows after the real tokens.
@@ -143,8 +143,9 @@ class RealTokens:
         self._group_rows = []
         for group in range(ATTENTION_GROUPS):
             members = order[group * per_group:(group + 1) * per_group]  # (per_group,)
-            # At least 2 positions: Keras warns of a softmax over one (an empty group, or one-token sequences).
-            length = tf.maximum(tf.reduce_max(tf.gather(lengths, members)), 2)
+            # At least 2 positions where the input has them: Keras warns of a softmax over one (an empty group, or
+            # one-token sequences).
+            length = tf.minimum(tf.maximum(tf.reduce_max(tf.gather(lengths, members)), 2), seq)
             positions = members[:, None] * seq + tf.range(length)[None]  # (per_group, length) flat positions
             self._group_rows.append(tf.gather(flat_rows, positions))
         self.attention_masks = [tf.cast(group_rows != rows, "int32") for group_rows in self._group_rows]

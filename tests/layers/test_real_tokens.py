@@ -140,6 +140,16 @@ def test_training_attention_layouts_are_length_groups_cut_to_their_longest():
     np.testing.assert_array_equal(packed, rows)  # the real tokens back in their rows, zero rows after them
 
 
+def test_training_length_groups_of_one_position_sequences_stay_in_their_rows():
+    mask = np.array([[1], [1], [0], [1], [1]], "int32")  # seq 1: no layout longer than the input
+    values = np.arange(5, dtype="float32").reshape(5, 1, 1) + 1
+    real_tokens = RealTokens(mask, for_training=True)
+    rows = real_tokens.pack(values)
+    layouts = real_tokens.unpack_for_attention(rows)
+    assert [tuple(layout.shape) for layout in layouts] == [(2, 1, 1)] * ATTENTION_GROUPS
+    np.testing.assert_array_equal(real_tokens.pack_attention_output(layouts).numpy(), rows.numpy())
+
+
 def test_training_gradients_of_the_length_groups_are_autodiffs():
     """`unpack_for_attention`'s gradient is autodiff's for upstream gradients that are zero at the padding, as the
     attention's are; `pack_attention_output`'s is autodiff's (zeros at the padding)."""
