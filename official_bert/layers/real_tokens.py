@@ -156,38 +156,41 @@ class RealTokens:
         self._row_positions = positions[:rows]
 
     def _unpack_into_groups(self, packed):
-        """`unpack_for_attention` in length groups, with the gradient a gather (TensorFlow)."""
+        """`unpack_for_attention` in length groups; its gradient is `_rows_from_groups` (TensorFlow)."""
         import tensorflow as tf
-
-        trailing = tuple(packed.shape[2:])
 
         @tf.custom_gradient
         def unpack(packed):
-            def grad(*upstreams):  # per group (sequences, length, ...) -> (1, rows, ...)
-                laid_out = tf.concat([tf.reshape(upstream, (-1,) + trailing) for upstream in upstreams], 0)
-                return tf.gather(_with_zero_row(laid_out), self._row_positions)[None]
-
-            with_zero_row = _with_zero_row(packed[0])
-            return [tf.gather(with_zero_row, group_rows) for group_rows in self._group_rows], grad
+            return self._groups_from_rows(packed), lambda *upstreams: self._rows_from_groups(upstreams)
 
         return unpack(packed)
 
     def _pack_groups(self, outputs):
-        """`pack_attention_output` of length groups, with the gradient a gather (TensorFlow)."""
+        """`pack_attention_output` of length groups; its gradient is `_groups_from_rows` (TensorFlow)."""
         import tensorflow as tf
-
-        trailing = tuple(outputs[0].shape[2:])
 
         @tf.custom_gradient
         def pack(*outputs):
-            def grad(upstream):  # (1, rows, ...) -> per group (sequences, length, ...), zeros at the padding
-                with_zero_row = _with_zero_row(upstream[0])
-                return [tf.gather(with_zero_row, group_rows) for group_rows in self._group_rows]
-
-            laid_out = tf.concat([tf.reshape(output, (-1,) + trailing) for output in outputs], 0)  # (laid out, ...)
-            return tf.gather(_with_zero_row(laid_out), self._row_positions)[None], grad
+            return self._rows_from_groups(outputs), lambda upstream: self._groups_from_rows(upstream)
 
         return pack(*outputs)
+
+    def _groups_from_rows(self, packed):
+        """(1, rows, ...) -> per group (sequences, length, ...): each position's packed row, zeros at the padding."""
+        import tensorflow as tf
+
+        with_zero_row = _with_zero_row(packed[0])
+        return [tf.gather(with_zero_row, group_rows) for group_rows in self._group_rows]
+
+    def _rows_from_groups(self, layouts):
+        """Per group (sequences, length, ...) -> (1, rows, ...): each packed row's position, zero rows after the real
+        tokens. `_groups_from_rows` is this one's gradient; this one is `_groups_from_rows`'s for an upstream gradient
+        that is zero at the padding, as the attention's is (each real token sits at one position)."""
+        import tensorflow as tf
+
+        trailing = tuple(layouts[0].shape[2:])
+        laid_out = tf.concat([tf.reshape(layout, (-1,) + trailing) for layout in layouts], 0)  # (laid out, ...)
+        return tf.gather(_with_zero_row(laid_out), self._row_positions)[None]
 
     def _pack_with_gathered_gradient(self, padded):
         """`pack` whose gradient puts the rows back with a gather from them and a zero row (TensorFlow)."""
