@@ -141,8 +141,9 @@ class MaskedLMModule(ServingModule):
     Outputs of every signature (`truncated` only on the raw-text ones; `masks` is the batch's largest mask
     count, rows with fewer are padded with "", -1 and 0): `top_k_tokens` [batch, masks, k] string (the vocab
     pieces, best first), `top_k_ids` [batch, masks, k] int32, `top_k_probabilities` [batch, masks, k] float32
-    (softmax over the vocab), `mask_positions` [batch, masks] int32 (in the packed sequence, [CLS] = 0),
-    `num_masks` [batch] int32. `serve_tokens` reads the masks as the positions holding the `[MASK]` id.
+    (softmax over the vocab; a model whose embedding table is padded past the vocab predicts the vocab's pieces
+    only), `mask_positions` [batch, masks] int32 (in the packed sequence, [CLS] = 0), `num_masks` [batch] int32.
+    `serve_tokens` reads the masks as the positions holding the `[MASK]` id.
 
     Args:
         model: a `BertPretrainer` with its trained weights.
@@ -155,7 +156,7 @@ class MaskedLMModule(ServingModule):
         vocab = [token or "" for token in preprocessor.tokenizer.get_vocab()]  # a BPE vocab may skip ids
         if not 1 <= top_k <= len(vocab):
             raise ValueError(f"top_k must be between 1 and the vocab size {len(vocab)}, got {top_k}")
-        if model.masked_lm.vocab_size != len(vocab):
+        if model.masked_lm.vocab_size < len(vocab):
             raise ValueError(f"the model predicts {model.masked_lm.vocab_size} pieces, but the vocab has {len(vocab)}")
         super().__init__(preprocessor, ("text",), assets, name="masked_lm")
         self.model = model
@@ -189,16 +190,20 @@ class MaskedLMModule(ServingModule):
             positions: int32 (batch, masks), each in [0, seq).
 
         Returns:
-            float32 (batch, masks, vocab).
+            float32 (batch, masks, vocab): the vocab's pieces only (a padded table's extra rows are no piece).
         """
         head = self.model.masked_lm
+        pieces = len(self._vocab) - 1  # <= head.vocab_size
         sequence = self.model.encoder(inputs, training=False)["sequence_output"]  # (batch, seq, hidden)
         hidden_size = sequence.shape[-1]
         rows = tf.range(tf.shape(positions)[0])[:, None] * tf.shape(sequence)[1]  # (batch, 1)
         hidden = tf.gather(tf.reshape(sequence, [-1, hidden_size]), tf.reshape(positions + rows, [-1]))
         hidden = head.layer_norm(head.dense(hidden))  # (batch * masks, hidden)
-        logits = tf.matmul(hidden, head.embedding_layer.word_embeddings, transpose_b=True) + head.output_bias
-        return tf.reshape(logits, tf.concat([tf.shape(positions), [head.vocab_size]], axis=0))
+        table, bias = head.embedding_layer.word_embeddings, head.output_bias
+        if pieces < head.vocab_size:
+            table, bias = table[:pieces], bias[:pieces]
+        logits = tf.matmul(hidden, table, transpose_b=True) + bias
+        return tf.reshape(logits, tf.concat([tf.shape(positions), [pieces]], axis=0))
 
     def answer_tokens(self, inputs):
         ids = inputs["input_word_ids"]  # (batch, seq)

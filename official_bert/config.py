@@ -1,7 +1,9 @@
 """BertConfig: the hyper-parameters of a BERT-family encoder (BERT, RoBERTa, XLM-RoBERTa, DistilBERT, ALBERT).
 
 One flat dataclass. Defaults are BERT-Base uncased. Reads Google's `bert_config.json`, Hugging Face's
-`config.json` (its `model_type` picks the family) and the named presets in the top-level `configs/` package.
+`config.json` (its `model_type` picks the family; a checkpoint directory's is read by `official_bert.hf_config`,
+which tells the family from the files beside it when `model_type` is missing) and the named presets in the top-level
+`configs/` package.
 """
 
 import dataclasses
@@ -281,7 +283,7 @@ class BertConfig:
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
         model_type = values.get("model_type", "bert")
-        if "model_type" not in values and any(name in values for name in ("num_hidden_groups", "inner_group_num")):
+        if is_google_albert(values):
             # Google's albert_config.json: its "gelu" is the tanh form (google-research/albert modeling.gelu)
             model_type = "albert"
             values = {**values, "model_type": "albert"}
@@ -352,6 +354,12 @@ class BertConfig:
             "pad_token_id": 0,
             "position_embedding_type": "absolute",
         }
+
+
+def is_google_albert(values: dict) -> bool:
+    """Whether a config dict without `model_type` is Google's `albert_config.json` (it has `num_hidden_groups` or
+    `inner_group_num`), whose "gelu" is the tanh form."""
+    return "model_type" not in values and any(name in values for name in ("num_hidden_groups", "inner_group_num"))
 
 
 def _normalise_pruned_heads(pruned_heads, source):

@@ -14,6 +14,7 @@ from typing import Iterable, List
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
 from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, WeightSpec, encoder_specs, hf_encoder_roots
 from official_bert.config import BertConfig
+from official_bert.hf_config import read_hf_config
 from official_bert.models.encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ def load_config(reader: CheckpointReader) -> BertConfig:
     if reader.config_path is None or not os.path.isfile(reader.config_path):
         raise FileNotFoundError(f"{reader.path}: no config file beside the checkpoint "
                                 f"(expected {'config.json' if reader.format == 'hf' else _GOOGLE_CONFIGS})")
+    if reader.format == "hf":  # without `model_type`: the family its keys or tokenizer files tell
+        return read_hf_config(reader.config_path)
     return BertConfig.from_json_file(reader.config_path)
 
 

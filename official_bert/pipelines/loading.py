@@ -14,8 +14,8 @@ def load_encoder_and_tokenizer(path, lower_case=None):
         lower_case: overrides the casing found beside the checkpoint (uncased when unknown).
     Returns: `(encoder, tokenizer)`.
     Raises:
-        ValueError: the vocabulary's size differs from the config's; `lower_case` given for a RoBERTa checkpoint (its
-            byte-level BPE keeps case); another family without an in-graph tokenizer here.
+        ValueError: the vocabulary is larger than the config's vocab_size; `lower_case` given for a RoBERTa
+            checkpoint (its byte-level BPE keeps case); another family without an in-graph tokenizer here.
         FileNotFoundError: no checkpoint, config or vocabulary there.
     """
     path = resolve_init_checkpoint(str(path))

@@ -15,6 +15,7 @@ import shutil
 import keras
 
 from official_bert.config import BertConfig
+from official_bert.hf_config import BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE_FILE, read_hf_config
 from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.preprocessor import TextPreprocessor
@@ -23,9 +24,6 @@ from official_bert.text.vocab_files import find_vocab, write_vocab_file
 
 logger = logging.getLogger(__name__)
 
-BPE_FILES = ("vocab.json", "merges.txt")
-SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
-GOOGLE_SENTENCEPIECE_FILE = "30k-clean.model"  # the same model, as Google's ALBERT releases name it
 
 
 class Preprocessor(keras.layers.Layer):
@@ -192,9 +190,12 @@ def text_preprocessor(vocab_file, lower_case, seq_length):
 
 
 def model_type_of(directory) -> str:
-    """The family of a checkpoint directory or model_dir: `model_type` of its `config.json` (Hugging Face),
-    `bert_config.json` (Google's, ours) or `albert_config.json` (Google's ALBERT); "bert" when it has none."""
-    for name in ("config.json", "bert_config.json", "albert_config.json"):
+    """The family of a checkpoint directory or model_dir: `model_type` of its `config.json` (Hugging Face; without
+    one, what its keys or tokenizer files tell: `official_bert.hf_config`), `bert_config.json` (Google's, ours) or
+    `albert_config.json` (Google's ALBERT); "bert" when it has none."""
+    if os.path.isfile(os.path.join(directory, "config.json")):
+        return read_hf_config(os.path.join(directory, "config.json")).model_type
+    for name in ("bert_config.json", "albert_config.json"):
         path = os.path.join(directory, name)
         if os.path.isfile(path):
             return BertConfig.from_json_file(path).model_type
@@ -217,13 +218,13 @@ def find_family_vocab(directory, model_type, vocab_size=None):
     Args:
         directory: a Hugging Face or Google checkpoint directory, or a model_dir of ours.
         model_type: the family (`BertConfig.model_type`).
-        vocab_size: the model's `vocab_size`, checked when given.
+        vocab_size: the model's `vocab_size`, checked when given (`check_vocab_size`: no more tokens than it).
     Returns: `(vocab, lower, source)`: `vocab` is WordPiece's list of tokens, a `BpeVocab` (RoBERTa) or a
         `SentencepieceVocab` (ALBERT); `lower` the casing found there (False for the byte-level BPE, which keeps
         case; None when unknown: see `resolve_casing`); `source` the file (or directory) named in errors.
     Raises:
-        FileNotFoundError: the family's tokenizer files are missing (named); ValueError: XLM-RoBERTa, or a vocab of
-            another size than `vocab_size`.
+        FileNotFoundError: the family's tokenizer files are missing (named); ValueError: XLM-RoBERTa, or a vocab
+            larger than `vocab_size`.
     """
     files = tokenizer_directory(os.fspath(directory))
     if model_type == "xlm-roberta":
@@ -255,10 +256,21 @@ def read_vocab_file(path):
     return load_vocab(path)
 
 
+_logged_padded_tables = set()  # (source, tokens, vocab_size): each padded table is logged once
+
+
 def check_vocab_size(vocab, vocab_size, source):
-    """Raises, naming `source`, when `vocab` (any of `find_family_vocab`'s kinds) has another size than the model's."""
-    if len(vocab) != vocab_size:
-        raise ValueError(f"{source}: {len(vocab)} tokens, but the model's config has vocab_size={vocab_size}")
+    """Raises, naming `source`, when `vocab` (any of `find_family_vocab`'s kinds) has more tokens than the model's
+    `vocab_size`: an id past the embedding table has no row. Fewer tokens is a padded table (rows rounded up, e.g. to
+    a multiple of 8, as transformers accepts): every id fits, the extra rows are never looked up; logged once."""
+    tokens = len(vocab)
+    if tokens > vocab_size:
+        raise ValueError(f"{source}: {tokens} tokens, but the model's config has vocab_size={vocab_size}: ids "
+                         f"{vocab_size}..{tokens - 1} have no embedding row")
+    if tokens < vocab_size and (source, tokens, vocab_size) not in _logged_padded_tables:
+        _logged_padded_tables.add((source, tokens, vocab_size))
+        logger.info("%s: %d tokens for the model's %d embedding rows (config vocab_size): a padded table, whose last "
+                    "%d rows no token uses", source, tokens, vocab_size, vocab_size - tokens)
 
 
 def resolve_casing(lower, source, hint=""):

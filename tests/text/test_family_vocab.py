@@ -69,13 +69,14 @@ def test_google_albert_releases_name_their_sentencepiece_model_30k_clean(albert_
     assert write_tokenizer_files(vocab, tmp_path) == str(tmp_path / "spiece.model")  # a model_dir keeps the HF name
 
 
-def test_a_vocab_of_another_size_or_missing_files_are_named(wordpiece_dir, bpe_dir, albert_dir):
-    with pytest.raises(ValueError, match=r"vocab.txt: 30522 tokens, but the model's config has vocab_size=100"):
+def test_a_vocab_larger_than_the_model_or_missing_files_are_named(wordpiece_dir, bpe_dir, albert_dir):
+    with pytest.raises(ValueError, match=r"vocab.txt: 30522 tokens, but the model's config has vocab_size=100: ids "
+                                         r"100..30521 have no embedding row"):
         find_family_vocab(wordpiece_dir, "bert", vocab_size=100)
-    with pytest.raises(ValueError, match=r"vocab.json: 32 tokens, but the model's config has vocab_size=50265"):
-        find_family_vocab(bpe_dir, "roberta", vocab_size=50265)
-    with pytest.raises(ValueError, match=r"spiece.model: 200 tokens, but the model's config has vocab_size=30000"):
-        find_family_vocab(albert_dir, "albert", vocab_size=30000)
+    with pytest.raises(ValueError, match=r"vocab.json: 32 tokens, but the model's config has vocab_size=31"):
+        find_family_vocab(bpe_dir, "roberta", vocab_size=31)
+    with pytest.raises(ValueError, match=r"spiece.model: 200 tokens, but the model's config has vocab_size=199"):
+        find_family_vocab(albert_dir, "albert", vocab_size=199)
     (bpe_dir / "merges.txt").unlink()
     with pytest.raises(FileNotFoundError, match="missing merges.txt"):
         find_family_vocab(bpe_dir, "roberta")
@@ -83,6 +84,21 @@ def test_a_vocab_of_another_size_or_missing_files_are_named(wordpiece_dir, bpe_d
         find_family_vocab(wordpiece_dir, "albert")
     with pytest.raises(ValueError, match="XLM-RoBERTa"):
         find_family_vocab(bpe_dir, "xlm-roberta")
+
+
+def test_a_vocab_smaller_than_the_embedding_table_is_accepted_and_logged_once(wordpiece_dir, bpe_dir, albert_dir,
+                                                                                 caplog):
+    """A padded table (rows rounded up, e.g. to a multiple of 8; transformers loads it): every id has its row."""
+    with caplog.at_level(logging.INFO, logger="official_bert.text.preprocessing"):
+        for _ in range(2):
+            tokens, _, source = find_family_vocab(wordpiece_dir, "bert", vocab_size=30528)
+        assert len(tokens) == 30522
+        assert isinstance(find_family_vocab(bpe_dir, "roberta", vocab_size=50265)[0], BpeVocab)
+        assert isinstance(find_family_vocab(albert_dir, "albert", vocab_size=30000)[0], SentencepieceVocab)
+    padded = [r.getMessage() for r in caplog.records if "padded table" in r.getMessage()]
+    assert padded[0] == (f"{source}: 30522 tokens for the model's 30528 embedding rows (config vocab_size): a padded "
+                         "table, whose last 6 rows no token uses")
+    assert len(padded) == 3  # once per vocab and table, however often it is checked
 
 
 def test_read_vocab_file_knows_each_kind(wordpiece_dir, bpe_dir, albert_dir):
