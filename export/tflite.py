@@ -35,6 +35,7 @@ import numpy as np
 from absl import flags
 
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
+from official_bert.text_files import read_lines
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
 # Calibration examples full_int8 reads from the start of --representative_file.
@@ -87,12 +88,11 @@ def read_representative_file(path, limit=MAX_REPRESENTATIVE_EXAMPLES):
     two tab-separated fields.
 
     Raises:
-        FileNotFoundError / ValueError: no file, or no non-empty line (named).
+        FileNotFoundError / ValueError: no file, a line that is not UTF-8, or no non-empty line (named).
     """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--representative_file={path} not found")
-    with open(path, encoding="utf-8") as f:
-        examples = [tuple(line.rstrip("\n").split("\t")) for line in f if line.strip()][:limit]
+    examples = [tuple(line.rstrip("\r\n").split("\t")) for _, line in read_lines(path) if line.strip()][:limit]
     if not examples:
         raise ValueError(f"--representative_file={path}: no text; full_int8 calibrates on texts of the task")
     return examples
@@ -243,14 +243,15 @@ def interpreter(model_content=None, model_path=None):
 
 def main(argv):
     from official_bert.cli import check_command_line
+    from official_bert.output_files import prepare_output_file, writing
 
     check_command_line(argv, required=("saved_model_dir", "output"))
     examples = None
     if flags.FLAGS.representative_file:
         examples = read_representative_file(flags.FLAGS.representative_file)
+    prepare_output_file("output", flags.FLAGS.output)  # before the conversion, which takes minutes
     model = convert(flags.FLAGS.saved_model_dir, flags.FLAGS.signature, flags.FLAGS.quantize, examples)
-    os.makedirs(os.path.dirname(os.path.abspath(flags.FLAGS.output)), exist_ok=True)
-    with open(flags.FLAGS.output, "wb") as f:
+    with writing("output", flags.FLAGS.output), open(flags.FLAGS.output, "wb") as f:
         f.write(model)
     print(f"wrote {flags.FLAGS.output} ({len(model) / 2**20:.1f} MiB, signature {flags.FLAGS.signature}, "
           f"quantize={flags.FLAGS.quantize})")

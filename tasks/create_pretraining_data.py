@@ -55,6 +55,7 @@ def main(argv):
     from official_bert.data.pretraining_records import output_paths
     from official_bert.data.pretraining_writer import PretrainingDataConfig, write_pretraining_records
     from official_bert.data.sentence_corpus import expand_file_patterns
+    from official_bert.output_files import prepare_output_file
 
     check_command_line(argv, required=("input_file", "output_file", "vocab_file"))
     if FLAGS.dupe_factor < 1:
@@ -62,6 +63,8 @@ def main(argv):
     check_recipe(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob)
     inputs = expand_file_patterns(FLAGS.input_file)
     outputs = output_paths(FLAGS.output_file, FLAGS.num_output_shards)
+    for path in outputs:
+        prepare_output_file("output_file", path)
     logging.info("Reading %d input file(s): %s%s", len(inputs), ", ".join(inputs[:5]),
                  " ..." if len(inputs) > 5 else "")
     config = PretrainingDataConfig(

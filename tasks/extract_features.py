@@ -5,8 +5,9 @@
     python -m tasks.extract_features ... --output_file=out/features.npz --pooling=mean --combine=concat
 
 Input: one example per line, `text` or `text_a ||| text_b`, read lazily a batch at a time (memory does not grow
-with the input; progress is logged). Layers: 0 = embeddings, 1..L = the blocks; -1 = last block ... -(L+1) =
-embeddings (Google's negative numbering). Output by the file's extension:
+with the input; progress is logged); a bad line (not UTF-8, an empty text) stops the run without leaving a partial
+output. Layers: 0 = embeddings, 1..L = the blocks; -1 = last block ... -(L+1) = embeddings (Google's negative
+numbering). Output by the file's extension:
 
 - `.jsonl` / `.json` / other: Google's `extract_features.py` format, one JSON object per line:
   `{"linex_index": i, "features": [{"token": piece, "layers": [{"index": -1, "values": [...]}, ...]}, ...]}`
@@ -17,6 +18,7 @@ embeddings (Google's negative numbering). Output by the file's extension:
   written entry by entry (`np.load` reads it lazily).
 """
 
+import contextlib
 import json
 import logging
 import os
@@ -107,6 +109,7 @@ class NpzWriter:
 def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.data.text_lines import read_text_lines
+    from official_bert.output_files import prepare_output_file, writing
     from official_bert.pipelines.feature_extractor import FeatureExtractor, resolve_layers
     from official_bert.pipelines.loading import load_encoder_and_tokenizer
 
@@ -114,6 +117,7 @@ def main(argv):
     layers = parse_layers(FLAGS.layers)
     examples = read_text_lines(FLAGS.input_file)
     first = next(examples, None)  # bad or empty input fails before the model loads or the output is opened
+    prepare_output_file("output_file", FLAGS.output_file)  # and an output that cannot be written
     encoder, tokenizer = load_encoder_and_tokenizer(FLAGS.init_checkpoint, FLAGS.do_lower_case)
     try:
         resolve_layers(layers, encoder.config.num_hidden_layers)
@@ -130,15 +134,21 @@ def main(argv):
             yield first
         yield from examples
 
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output_file)), exist_ok=True)
     writer_class = NpzWriter if FLAGS.output_file.endswith(".npz") else JsonLinesWriter
-    writer = writer_class(FLAGS.output_file, layers, FLAGS.pooling, FLAGS.combine)
+    with writing("output_file", FLAGS.output_file):
+        writer = writer_class(FLAGS.output_file, layers, FLAGS.pooling, FLAGS.combine)
     truncated = []
     try:
         for index, example in enumerate(extractor.extract_stream(stream())):
-            writer.write(index, example)
+            with writing("output_file", FLAGS.output_file):
+                writer.write(index, example)
             truncated.append(example.truncated)
-    finally:
+    except BaseException:  # a bad line further in, an interrupt: no partial output is left
+        with contextlib.suppress(OSError):
+            writer.close(truncated)
+            os.remove(FLAGS.output_file)
+        raise
+    with writing("output_file", FLAGS.output_file):
         writer.close(truncated)
     if any(truncated):
         logger.warning("%d of %d examples were cut to --max_seq_length=%d", sum(truncated), len(truncated),

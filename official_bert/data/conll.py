@@ -26,6 +26,8 @@ from typing import Iterable, List, Optional, Sequence
 
 import tensorflow as tf
 
+from official_bert.text_files import read_lines
+
 logger = logging.getLogger(__name__)
 
 TAG_SCHEMES = ("iob1", "iob2")
@@ -149,8 +151,8 @@ def read_conll(path: str, tag_scheme: str = "iob2", label_set: Optional[Sequence
     Returns: `ConllExamples` with IOB2 tags.
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line with only a word (no tag), a malformed tag, or a tag outside `label_set`; the
-            message names the file and the line. Or IOB1 tags read as "iob2" (see `check_iob2`).
+        ValueError: a line that is not UTF-8, a line with only a word (no tag), a malformed tag, or a tag outside
+            `label_set`; the message names the file and the line. Or IOB1 tags read as "iob2" (see `check_iob2`).
     """
     if tag_scheme not in TAG_SCHEMES:
         raise ValueError(f"tag_scheme must be one of {', '.join(TAG_SCHEMES)}, got {tag_scheme!r}")
@@ -173,22 +175,20 @@ def read_conll(path: str, tag_scheme: str = "iob2", label_set: Optional[Sequence
             examples.lines.append(list(lines))
         words.clear(), tags.clear(), lines.clear()
 
-    with tf.io.gfile.GFile(path, "r") as f:
-        for lineno, line in enumerate(f, start=1):
-            fields = line.split()
-            if not fields:
-                close_sentence()
-                continue
-            if fields[0] == DOCSTART:
-                close_sentence()
-                continue
-            if len(fields) < 2:
-                raise ValueError(f"{path}:{lineno}: no tag after the word {fields[0]!r} (the tag is the last "
-                                 f"column)")
-            _check_tag(fields[-1], f"{path}:{lineno}")
-            words.append(fields[0])
-            tags.append(fields[-1])
-            lines.append(lineno)
+    for lineno, line in read_lines(path):
+        fields = line.split()
+        if not fields:
+            close_sentence()
+            continue
+        if fields[0] == DOCSTART:
+            close_sentence()
+            continue
+        if len(fields) < 2:
+            raise ValueError(f"{path}:{lineno}: no tag after the word {fields[0]!r} (the tag is the last column)")
+        _check_tag(fields[-1], f"{path}:{lineno}")
+        words.append(fields[0])
+        tags.append(fields[-1])
+        lines.append(lineno)
     close_sentence()
     if tag_scheme == "iob2":
         check_iob2(examples)

@@ -24,6 +24,7 @@ from typing import Iterable, List, Mapping, Optional
 import numpy as np
 
 from official_bert.data.glue_tasks import GLUE_TASKS, GlueTask, TsvLayout, get_glue_task
+from official_bert.text_files import is_remote, read_lines
 
 __all__ = ["GLUE_TASKS", "GlueExamples", "GlueTask", "get_glue_task", "glue_file_path", "read_glue_tsv",
            "load_tfds_glue", "examples_from_tfds"]
@@ -243,34 +244,15 @@ def _tsv_lines(path: str):
     Lines end at "\\n" only (a stray "\\r" inside a sentence stays text; a "\\r\\n" ending is removed). A
     leading UTF-8 byte-order mark (MRPC) is dropped.
     """
-    with _open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not valid UTF-8 ({e.reason} at byte {e.start})") from None
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip(" "):  # a blank line is no row; a line of tabs is a malformed one
-                continue
-            yield lineno, line.split("\t")
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in str(path)
-
-
-def _open_binary(path: str):
-    if _is_remote(path):
-        import tensorflow as tf
-
-        return tf.io.gfile.GFile(path, "rb")
-    return open(path, "rb")
+    for lineno, line in read_lines(path):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line.strip(" "):  # a blank line is no row; a line of tabs is a malformed one
+            continue
+        yield lineno, line.split("\t")
 
 
 def _exists(path: str) -> bool:
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf
 
         return tf.io.gfile.exists(path)
@@ -278,7 +260,7 @@ def _exists(path: str) -> bool:
 
 
 def _isdir(path: str) -> bool:
-    if _is_remote(path):
+    if is_remote(path):
         import tensorflow as tf
 
         return tf.io.gfile.isdir(path)

@@ -13,9 +13,9 @@ splits) and an id.
   (optional), "id": (optional)}`; choice i is `question + " " + choices[i]` (or the choice alone without a
   question). Questions may have different numbers of choices.
 
-A malformed row is a ValueError naming the file, the 1-based line and the field. Empty choices are errors too: an
-empty string is how a batch marks a missing choice (`data.multiple_choice_dataset`). A file's rows are all labeled
-or none is (a test file).
+A file is UTF-8 (`official_bert.text_files`). A malformed row is a ValueError naming the file, the 1-based line and
+the field. Empty choices are errors too: an empty string is how a batch marks a missing choice
+(`data.multiple_choice_dataset`). A file's rows are all labeled or none is (a test file).
 
 Examples:
 
@@ -34,6 +34,8 @@ import os
 from typing import List, Optional
 
 import numpy as np
+
+from official_bert.text_files import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -150,28 +152,28 @@ def read_swag_csv(path) -> MultipleChoiceExamples:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a header without a SWAG field, or a malformed row (file, line and field named).
+        ValueError: a line that is not UTF-8, a header without a SWAG field, or a malformed row (file, line and field
+            named).
     """
     rows = _Rows(path)
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        missing = [field for field in _SWAG_FIELDS if field not in header]
-        if missing:
-            raise ValueError(f"{path}:1: the header has no field {', '.join(repr(m) for m in missing)} of a SWAG CSV "
-                             f"file; header: {header}")
-        index_column = "" if header and header[0] == "" else None  # SWAG's unnamed row index
-        line = 1
-        for row in reader:
-            where = f"{path}:{line + 1}"  # the row's first line (a quoted field may span several)
-            line = reader.line_num
-            if None in row or any(value is None for value in row.values()):
-                got = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
-                raise ValueError(f"{where}: expected {len(header)} comma-separated fields ({', '.join(header)}), "
-                                 f"got {got}")
-            context, choices, label = _swag_row(where, row)
-            example_id = row[index_column].strip() if index_column is not None and row[index_column].strip() else None
-            rows.add(where, context, choices, label, example_id)
+    reader = csv.DictReader(line for _, line in read_lines(path))
+    header = reader.fieldnames or []
+    missing = [field for field in _SWAG_FIELDS if field not in header]
+    if missing:
+        raise ValueError(f"{path}:1: the header has no field {', '.join(repr(m) for m in missing)} of a SWAG CSV "
+                         f"file; header: {header}")
+    index_column = "" if header and header[0] == "" else None  # SWAG's unnamed row index
+    line = 1
+    for row in reader:
+        where = f"{path}:{line + 1}"  # the row's first line (a quoted field may span several)
+        line = reader.line_num
+        if None in row or any(value is None for value in row.values()):
+            got = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+            raise ValueError(f"{where}: expected {len(header)} comma-separated fields ({', '.join(header)}), "
+                             f"got {got}")
+        context, choices, label = _swag_row(where, row)
+        example_id = row[index_column].strip() if index_column is not None and row[index_column].strip() else None
+        rows.add(where, context, choices, label, example_id)
     return rows.examples()
 
 
@@ -180,28 +182,27 @@ def read_jsonl(path) -> MultipleChoiceExamples:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line that is not a JSON object, or a malformed row (file, line and field named).
+        ValueError: a line that is not UTF-8 or not a JSON object, or a malformed row (file, line and field named).
     """
     rows = _Rows(path)
-    with open(path, encoding="utf-8-sig") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
-            if "choices" in row:
-                context, choices, label = _generic_row(where, row)
-            elif "sent1" in row or any(f"ending{i}" in row for i in range(SWAG_ENDINGS)):
-                context, choices, label = _swag_row(where, row)
-            else:
-                raise ValueError(f"{where}: field 'choices' missing (a generic row: context, question, choices, "
-                                 f"label) and no SWAG fields (sent1, sent2, ending0..ending3, label)")
-            rows.add(where, context, choices, label, row.get("id"))
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        if "choices" in row:
+            context, choices, label = _generic_row(where, row)
+        elif "sent1" in row or any(f"ending{i}" in row for i in range(SWAG_ENDINGS)):
+            context, choices, label = _swag_row(where, row)
+        else:
+            raise ValueError(f"{where}: field 'choices' missing (a generic row: context, question, choices, "
+                             f"label) and no SWAG fields (sent1, sent2, ending0..ending3, label)")
+        rows.add(where, context, choices, label, row.get("id"))
     return rows.examples()
 
 

@@ -9,6 +9,7 @@ written by either tool are read by both:
     next_sentence_labels                   int64 [1]                       (1 = B is a random sentence)
 """
 
+import contextlib
 import logging
 import os
 
@@ -164,6 +165,9 @@ def output_paths(output_file, num_shards=1):
     return [f"{name}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
 
 
+_FILE_ERRORS = (tf.errors.OpError, OSError)
+
+
 class ShardedRecordWriter:
     """Writes records round-robin over several files; refuses to overwrite, and publishes files only when closed.
 
@@ -175,6 +179,7 @@ class ShardedRecordWriter:
 
     Raises:
         FileExistsError: naming an output that already exists.
+        ValueError: an output that cannot be written (its folder cannot be made, the file system refuses it), named.
     """
 
     def __init__(self, paths):
@@ -184,28 +189,54 @@ class ShardedRecordWriter:
                                   "outputs do); remove them or choose another --output_file")
         if len(set(paths)) != len(paths):
             raise ValueError(f"output files repeat: {paths}")
-        for path in paths:
-            directory = os.path.dirname(path)
-            if directory:
-                tf.io.gfile.makedirs(directory)
         self.paths = list(paths)
         self.counts = [0] * len(paths)
-        self._writers = [tf.io.TFRecordWriter(p + ".incomplete") for p in paths]
+        self._writers = []
         self._next = 0
+        for path in paths:
+            with self._writing(path):
+                directory = os.path.dirname(path)
+                if directory:
+                    tf.io.gfile.makedirs(directory)
+                self._writers.append(tf.io.TFRecordWriter(path + ".incomplete"))
+
+    @contextlib.contextmanager
+    def _writing(self, path):
+        """Around creating or writing `path`: a file system error becomes a ValueError naming it, and no partial
+        output is left."""
+        try:
+            yield
+        except _FILE_ERRORS as error:
+            self._discard()
+            raise ValueError(f"output file {path} cannot be written ({getattr(error, 'message', None) or error}); "
+                             f"choose another --output_file") from None
 
     def write(self, records):
         """Writes serialized records, each to the next file in turn."""
         for record in records:
-            self._writers[self._next].write(record)
+            with self._writing(self.paths[self._next]):
+                self._writers[self._next].write(record)
             self.counts[self._next] += 1
             self._next = (self._next + 1) % len(self._writers)
 
     def close(self):
         """Closes the files and renames them to their final names."""
         for writer, path, count in zip(self._writers, self.paths, self.counts):
-            writer.close()
-            tf.io.gfile.rename(path + ".incomplete", path, overwrite=False)
+            with self._writing(path):
+                writer.close()
+                tf.io.gfile.rename(path + ".incomplete", path, overwrite=False)
             logger.info("Wrote %d instances to %s", count, path)
+        self._writers = []
+
+    def _discard(self):
+        """Closes the files and removes them (a failed run leaves no partial output behind)."""
+        for writer, path in zip(self._writers, self.paths):
+            try:
+                writer.close()
+                if tf.io.gfile.exists(path + ".incomplete"):
+                    tf.io.gfile.remove(path + ".incomplete")
+            except _FILE_ERRORS:
+                pass  # the error being raised says what went wrong
         self._writers = []
 
     def __enter__(self):
@@ -214,9 +245,5 @@ class ShardedRecordWriter:
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
             self.close()
-        else:  # a failed run leaves no partial output behind
-            for writer, path in zip(self._writers, self.paths):
-                writer.close()
-                if tf.io.gfile.exists(path + ".incomplete"):
-                    tf.io.gfile.remove(path + ".incomplete")
-            self._writers = []
+        else:
+            self._discard()

@@ -12,6 +12,8 @@ import re
 
 import tensorflow as tf
 
+from official_bert.text_files import read_lines, read_text
+
 def expand_file_patterns(file_patterns):
     """Expands comma-separated globs (or a list of them) to a sorted, de-duplicated list of files.
 
@@ -57,17 +59,13 @@ def read_documents(files):
     """
     for path in files:
         document = []
-        with tf.io.gfile.GFile(path, "rb") as f:
-            for line_number, raw in enumerate(f, start=1):
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as e:
-                    raise ValueError(f"{path}:{line_number}: not UTF-8 text ({e})") from None
-                if line:
-                    document.append(line)
-                elif document:
-                    yield document
-                    document = []
+        for _, line in read_lines(path):
+            line = line.strip()
+            if line:
+                document.append(line)
+            elif document:
+                yield document
+                document = []
         if document:
             yield document
 
@@ -131,8 +129,7 @@ def squad_documents(squad_json, max_documents=None):
     Returns:
         list of documents, each a non-empty list of str.
     """
-    with open(squad_json, encoding="utf-8") as f:
-        data = json.load(f)
+    data = json.loads(read_text(squad_json))
     if "data" not in data:
         raise ValueError(f"{squad_json}: no field 'data'; expected a SQuAD JSON file")
     documents = []

@@ -44,6 +44,8 @@ from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_bert.text_files import read_text
+
 logger = logging.getLogger(__name__)
 
 TFDS_NAMES = ("squad/v1.1", "squad/v2.0")
@@ -165,10 +167,9 @@ def read_squad_json(path: str) -> List[SquadExample]:
     """Reads a SQuAD v1.1 or v2.0 JSON file (`answers` may be absent, as in test files).
 
     Raises:
-        ValueError: invalid JSON, or a malformed field named by its path (see `examples_from_json`).
+        ValueError: not UTF-8 text, invalid JSON, or a malformed field named by its path (see `examples_from_json`).
     """
-    with tf.io.gfile.GFile(path, "r") as f:
-        text = f.read()
+    text = read_text(path)
     try:
         squad = json.loads(text)
     except json.JSONDecodeError as e:

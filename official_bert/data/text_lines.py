@@ -12,6 +12,8 @@ from typing import Iterator, Optional, Tuple
 
 import tensorflow as tf
 
+from official_bert.text_files import read_lines
+
 SEPARATOR = "|||"
 
 
@@ -40,14 +42,14 @@ def read_text_lines(path: str) -> Iterator[Tuple[str, Optional[str]]]:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a malformed line (see `parse_text_line`), or a file without any line; naming the file.
+        ValueError: a line that is not UTF-8 or malformed (see `parse_text_line`), or a file without any line; naming
+            the file.
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"no such input file: {path}")
     count = 0
-    with tf.io.gfile.GFile(path, "r") as f:
-        for lineno, line in enumerate(f, start=1):
-            yield parse_text_line(line, f"{path}:{lineno}")
-            count += 1
+    for lineno, line in read_lines(path):
+        yield parse_text_line(line, f"{path}:{lineno}")
+        count += 1
     if not count:
         raise ValueError(f"{path}: the input file is empty (one text, or 'text_a ||| text_b', per line)")

@@ -6,6 +6,7 @@ import os
 
 from official_bert import model_dir as model_dirs
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.text_files import read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class TaggingTask(Task):
         self.predict_text_file = predict_text_file
         self.train = self.examples = self.labels = None
         self._predicted = None  # tags of the eval split, once computed
+        self._texts = None  # the lines of predict_text_file, once read
 
     def validate(self, config):
         if not self.data_dir:
@@ -61,6 +63,13 @@ class TaggingTask(Task):
             self.labels = model_dirs.read_task_info(config.model_dir)["label_names"]
         if config.do_eval or config.do_predict:  # a tag outside the label set fails before training
             self.examples = self._read(self.eval_split, label_set=self.labels)
+        if config.do_predict and self.predict_text_file:  # and so does a text file that is not UTF-8
+            self._predict_texts()
+
+    def _predict_texts(self):
+        if self._texts is None:
+            self._texts = [line.rstrip("\r\n") for _, line in read_lines(self.predict_text_file)]
+        return self._texts
 
     def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
         """`(inputs, labels)` batches of the windows of the eval split's first `num_examples` sentences, for the
@@ -152,8 +161,7 @@ class TaggingTask(Task):
             self._write_text_predictions(tagger, context.results_dir)
 
     def _write_text_predictions(self, tagger, out_dir):
-        with open(self.predict_text_file, encoding="utf-8") as f:
-            texts = [line.rstrip("\r\n") for line in f]
+        texts = self._predict_texts()
         name = os.path.splitext(os.path.basename(self.predict_text_file))[0]
         path = os.path.join(out_dir, "predictions", f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:

@@ -15,13 +15,18 @@ def load_vocab(vocab_file) -> List[str]:
 
     Returns:
         The tokens, a list of str.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line that is not UTF-8 (file, line and column named).
     """
     import tensorflow as tf
 
+    from official_bert.text_files import read_lines
+
     if not tf.io.gfile.exists(vocab_file):
         raise FileNotFoundError(f"BERT vocab file not found: {vocab_file}")
-    with tf.io.gfile.GFile(vocab_file, "r") as f:
-        return [line.rstrip("\r\n") for line in f]
+    return [line.rstrip("\r\n") for _, line in read_lines(vocab_file)]
 
 
 def is_suffix_piece(tokens: Sequence[str]) -> np.ndarray:

@@ -188,7 +188,7 @@ def test_malformed_rows_name_file_and_line(tmp_path, caplog):
         read_glue_tsv("SST-2", bad_index, "test")
     bad_bytes = tmp_path / "bytes.tsv"
     bad_bytes.write_bytes(b"sentence\tlabel\nok\t1\n\xff\xfe\t0\n")
-    with pytest.raises(ValueError, match=r"bytes\.tsv:3: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"bytes\.tsv:3: not UTF-8 text \(byte 0xff at column 1\)"):
         read_glue_tsv("SST-2", str(bad_bytes), "train", skip_bad_rows=True)
 
 

@@ -276,3 +276,12 @@ def test_dynamic_masking_shards_over_input_pipelines(tokenizer, vocab, tmp_path,
                    set(tokenizer(np.array([str(d) for d in range(1, 20, 2)])).flat_values.numpy().tolist())]
         assert numbers[0] <= seen[0] and numbers[1] <= seen[1]
         assert not (numbers[1] - numbers[0]) & seen[0] and not (numbers[0] - numbers[1]) & seen[1]
+
+
+@pytest.mark.skipif(not tf.io.gfile.exists("/proc/version"), reason="needs Linux's /proc")
+def test_a_shard_that_cannot_be_written_is_named_and_no_shard_is_left(tmp_path):
+    paths = [str(tmp_path / "a.tfrecord"), "/proc/b.tfrecord"]  # the second one: /proc takes no new files
+    with pytest.raises(ValueError, match=r"^output file /proc/b\.tfrecord cannot be written \(.*No such file or "
+                                         r"directory\); choose another --output_file$"):
+        ShardedRecordWriter(paths)
+    assert not list(tmp_path.iterdir())  # the first shard's .incomplete file is gone

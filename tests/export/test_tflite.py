@@ -1,5 +1,6 @@
 """export.tflite: the exported signatures in LiteRT with tf-text's kernels only; float outputs equal the SavedModel's."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -131,3 +132,24 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
         **{k: tf.constant(v) for k, v in inputs.items()})
     assert_lite_equals_saved(lite, saved)
     assert lite["scores"][0, 1] == -1e9
+
+
+@pytest.mark.parametrize("flags, message", [
+    pytest.param(["--output=/proc/model.tflite"], "--output=/proc/model.tflite cannot be written: No such file or "
+                 "directory (the folder /proc takes no new files)",
+                 marks=pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")),
+    (["--output={tmp}/notes.txt/model.tflite"],
+     "--output={tmp}/notes.txt/model.tflite cannot be written: {tmp}/notes.txt is a file, not a folder"),
+    (["--output={tmp}/model.tflite", "--quantize=full_int8", "--representative_file={tmp}/texts.txt"],
+     "{tmp}/texts.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+])
+def test_a_representative_file_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(tmp_path, flags,
+                                                                                                message):
+    (tmp_path / "texts.txt").write_bytes(b"A sentence.\ncaf\xe9\n")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = subprocess.run([sys.executable, "-m", "export.tflite", f"--saved_model_dir={tmp_path / 'export'}",
+                             *[flag.format(tmp=tmp_path) for flag in flags]], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp_path)
+    assert not (tmp_path / "model.tflite").exists()

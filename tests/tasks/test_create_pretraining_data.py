@@ -113,3 +113,28 @@ def test_whole_word_masking_and_bad_input(corpus, vocab_file, tmp_path):
     with pytest.raises(ValueError, match="num_output_shards=2"):
         output_paths("a.tfrecord,b.tfrecord,c.tfrecord", 2)
     assert np.array_equal(output_paths("x", 2), ["x-00000-of-00002", "x-00001-of-00002"])
+
+
+@pytest.mark.parametrize("corpus_bytes, output, message", [
+    (b"A sentence.\ncaf\xe9 au lait.\n", "out.tfrecord",
+     "{tmp}/corpus.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+    (b"A sentence.\nAnother one.\n", "notes.txt/out.tfrecord",
+     "--output_file={tmp}/notes.txt/out.tfrecord-00000-of-00002 cannot be written: {tmp}/notes.txt is a file, not a "
+     "folder"),
+    pytest.param(b"A sentence.\nAnother one.\n", "/proc/out.tfrecord",
+                 "--output_file=/proc/out.tfrecord-00000-of-00002 cannot be written: No such file or directory (the "
+                 "folder /proc takes no new files)",
+                 marks=pytest.mark.skipif(not pathlib.Path("/proc/version").is_file(), reason="needs Linux's /proc")),
+])
+def test_a_corpus_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(vocab_file, tmp_path, corpus_bytes,
+                                                                                  output, message):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(corpus_bytes)
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = subprocess.run([sys.executable, "-m", "tasks.create_pretraining_data", f"--input_file={corpus}",
+                             f"--output_file={tmp_path / output}", f"--vocab_file={vocab_file}",
+                             "--num_output_shards=2", "--num_workers=0", "--dupe_factor=1"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine\n" and not list(tmp_path.glob("out.tfrecord*"))

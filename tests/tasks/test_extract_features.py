@@ -150,3 +150,25 @@ def test_bad_input_is_one_clear_line(minilm_dir, tmp_path, content, flag, messag
                   f"--init_checkpoint={minilm_dir}", flag)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert message in result.stderr.strip().splitlines()[-1]
+
+
+_PROC = pytest.mark.skipif(not __import__("os").path.isfile("/proc/version"), reason="needs Linux's /proc")
+
+
+@pytest.mark.parametrize("content, output, message", [
+    (b"fine\ncaf\xe9 au lait\n", "out.jsonl",
+     "{tmp}/input.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+    pytest.param(b"fine\n", "/proc/version", "--output_file=/proc/version cannot be written: ", marks=_PROC),
+    (b"fine\n", "notes.txt/out.jsonl",
+     "--output_file={tmp}/notes.txt/out.jsonl cannot be written: {tmp}/notes.txt is a file, not a folder"),
+])
+def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(tiny_checkpoint, tmp_path, content,
+                                                                                output, message):
+    source = tmp_path / "input.txt"
+    source.write_bytes(content)
+    (tmp_path / "notes.txt").write_text("mine\n")
+    result = _run(f"--input_file={source}", f"--output_file={tmp_path / output}", f"--init_checkpoint={tiny_checkpoint}",
+                  "--layers=-1", "--max_seq_length=32")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith("error: " + message.format(tmp=tmp_path))
+    assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "out.jsonl").exists()

@@ -93,3 +93,16 @@ def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(small_conl
                   "--num_train_steps=1", check=False)
     assert result.returncode != 0
     assert f"{data / 'test.txt'}:4: tag 'B-GPE' is not in the label set" in result.stderr
+
+
+def test_a_predict_text_file_that_is_not_utf8_is_one_line_before_training(small_conll, tiny_checkpoint, tmp_path):
+    texts = tmp_path / "texts.txt"
+    texts.write_bytes(b"Peter Blackburn flew to Brussels.\nZ\xfcrich is in Switzerland.\n")  # Latin-1
+    model_dir = tmp_path / "never"
+    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
+                  f"--model_dir={model_dir}", "--num_train_steps=1", "--do_predict", f"--predict_text_file={texts}",
+                  check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (f"error: {texts}:2: not UTF-8 text (byte 0xfc at column 2); "
+                                                      f"save the file as UTF-8")
+    assert not model_dir.exists()

@@ -1,0 +1,93 @@
+"""Output files an entry point names by a flag: their folder made, and a file that cannot be written one line that
+names the flag, what is in the way and why, never a traceback:
+
+    --output_file=/proc/version cannot be written: Input/output error
+    --output_file=out/notes.txt/features.jsonl cannot be written: out/notes.txt is a file, not a folder
+
+`prepare_output_file` runs before the work (a conversion or an extraction that takes minutes), `writing` around the
+writes themselves (a file system that accepts the file but not its bytes). Local paths only; a path with a scheme
+(`gs://...`) is left to the writer. No TensorFlow here.
+
+Examples:
+
+>>> prepare_output_file("output_file", "out/features.jsonl")  # makes out/
+>>> with writing("output_file", "out/features.jsonl"), open("out/features.jsonl", "w") as f:
+...     f.write("...")
+"""
+
+import contextlib
+import os
+
+
+def _folder_in_the_way(folder):
+    """The nearest existing ancestor of `folder` (or `folder` itself) when it is not a folder, else None."""
+    while folder and not os.path.exists(folder):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+    return folder if folder and not os.path.isdir(folder) else None
+
+
+def _reason(error, path):
+    """Why `error` (an OSError on `path` or its folder) stopped the write, in words."""
+    folder = os.path.dirname(os.path.abspath(path))
+    in_the_way = _folder_in_the_way(folder)
+    if in_the_way:
+        return f"{in_the_way} is a file, not a folder"
+    if isinstance(error, IsADirectoryError) or os.path.isdir(path):
+        return "it is a folder; name a file"
+    reason = error.strerror or str(error)
+    named = os.path.abspath(str(error.filename)) if error.filename else None
+    if named and os.path.abspath(path).startswith(named + os.sep):
+        return f"cannot make the folder {error.filename} ({reason})"
+    if named and named != os.path.abspath(path):
+        return f"{error.filename}: {reason}"
+    if isinstance(error, FileNotFoundError) and os.path.isdir(folder):
+        return f"{reason} (the folder {folder} takes no new files)"
+    return reason
+
+
+def cannot_write(flag, path, error) -> ValueError:
+    """The one-line error for `--flag=path`, from the OSError that stopped it."""
+    return ValueError(f"--{flag}={path} cannot be written: {_reason(error, path)}")
+
+
+@contextlib.contextmanager
+def writing(flag, path):
+    """Around writing `path`: an OSError becomes `cannot_write`'s ValueError naming the flag.
+
+    Args:
+        flag: the flag's name, without dashes ("output_file").
+        path: its value.
+    """
+    try:
+        yield
+    except OSError as error:
+        raise cannot_write(flag, path, error) from None
+
+
+def prepare_output_file(flag, path):
+    """Makes the folder of `path` and checks that the file can be created there (an existing file is kept as it
+    is; a new one is created and removed), before any work is done.
+
+    Args:
+        flag: the flag's name, without dashes ("output_file").
+        path: its value, a local path (a `gs://` path is left to the writer).
+
+    Raises:
+        ValueError: `--flag=path cannot be written: <why>`.
+    """
+    if "://" in str(path):
+        return
+    with writing(flag, path):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if os.path.exists(path):
+            if os.path.isdir(path):
+                raise IsADirectoryError(path)
+            with open(path, "ab"):  # may we write it? (appends nothing, truncates nothing)
+                pass
+        else:
+            with open(path, "xb"):
+                pass
+            os.remove(path)

@@ -1,0 +1,102 @@
+"""Reading a user's text file as UTF-8: a file that is not UTF-8 is one error naming the file, the line and the column.
+
+Every reader of a user's file (GLUE TSV, CoNLL, SQuAD JSON, multiple-choice CSV and JSON lines, feature-extraction
+input, pre-training corpora, TFLite representative texts, WordPiece vocabularies) reads through here, so a file saved
+in another encoding (Latin-1, Windows-1252, UTF-16) gives
+
+    data/train.jsonl:17: not UTF-8 text (byte 0xe9 at column 12); save the file as UTF-8
+
+rather than "'utf-8' codec can't decode byte 0xe9 in position 11". Lines end at "\\n" only (a "\\r" inside a line is
+text; a "\\r\\n" ending is the caller's to strip), and a leading UTF-8 byte-order mark is dropped. A local path is
+read with `open`; a path with a scheme (`gs://...`) with `tf.io.gfile`, TensorFlow imported only then.
+
+Examples:
+
+>>> for lineno, line in read_lines("corpus.txt"):
+...     print(lineno, line.rstrip("\\n"))
+1 The cat sat.
+>>> squad = json.loads(read_text("dev-v1.1.json"))  # the whole file, decoded once
+"""
+
+from typing import Iterator, Tuple
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def is_remote(path) -> bool:
+    """Whether `path` names a file system by a scheme (`gs://bucket/file`): read through `tf.io.gfile`."""
+    return "://" in str(path)
+
+
+def open_binary(path):
+    """`path` opened for reading bytes (with `tf.io.gfile` when it is remote)."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        return tf.io.gfile.GFile(path, "rb")
+    return open(path, "rb")
+
+
+def not_utf8_error(path, lineno: int, line: bytes, offset: int) -> ValueError:
+    """The error for a line that is not UTF-8 at byte `offset` of `line`.
+
+    Args:
+        path: the file, as the user named it.
+        lineno: the 1-based line number.
+        line: the line's bytes.
+        offset: where the first byte that is not UTF-8 is, in `line`.
+    """
+    if lineno == 1 and line.startswith(_UTF16_BOMS):
+        found = "a UTF-16 byte-order mark"
+    else:
+        column = len(line[:offset].decode("utf-8", errors="replace")) + 1  # in characters, as an editor counts
+        found = f"byte 0x{line[offset]:02x} at column {column}"
+    return ValueError(f"{path}:{lineno}: not UTF-8 text ({found}); save the file as UTF-8")
+
+
+def decode_line(raw: bytes, path, lineno: int) -> str:
+    """One line's bytes as text.
+
+    Raises:
+        ValueError: the line is not UTF-8 (`not_utf8_error`).
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise not_utf8_error(path, lineno, raw, error.start) from None
+
+
+def read_lines(path) -> Iterator[Tuple[int, str]]:
+    """Yields `(1-based line number, line)` of a UTF-8 text file, lazily; each line keeps its "\\n" (the last one
+    may have none).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a line that is not UTF-8, naming the file, the line and the column.
+    """
+    with open_binary(path) as f:
+        for lineno, raw in enumerate(f, start=1):
+            if lineno == 1 and raw.startswith(_UTF8_BOM):
+                raw = raw[len(_UTF8_BOM):]
+            yield lineno, decode_line(raw, path, lineno)
+
+
+def read_text(path) -> str:
+    """The whole text of a UTF-8 file (a JSON document), without a leading byte-order mark.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not UTF-8, naming the file, the line and the column.
+    """
+    with open_binary(path) as f:
+        data = f.read()
+    bom = len(_UTF8_BOM) if data.startswith(_UTF8_BOM) else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        at = bom + error.start  # in `data`
+        start = max(data.rfind(b"\n", 0, at) + 1, bom)  # the line's first byte
+        end = data.find(b"\n", at)
+        line = data[start:end if end >= 0 else len(data)]
+        raise not_utf8_error(path, data.count(b"\n", 0, at) + 1, line, at - start) from None

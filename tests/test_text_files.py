@@ -1,0 +1,135 @@
+"""Users' text files read as UTF-8: a file that is not UTF-8 is one error naming the file, the line and the column,
+from the helper and from every reader of a user's file (GLUE TSV, CoNLL, SQuAD JSON, multiple-choice JSON lines and
+CSV, feature-extraction input, pre-training corpora, WordPiece vocab, TFLite representative texts)."""
+
+import json
+
+import pytest
+
+from official_bert.text_files import read_lines, read_text
+
+LATIN1 = "café".encode("latin-1")  # b"caf\xe9": what Windows-1252 / Latin-1 editors save
+
+
+def _expected(path, line, column):
+    return f"{path}:{line}: not UTF-8 text (byte 0xe9 at column {column}); save the file as UTF-8"
+
+
+def test_read_lines_numbers_lines_keeps_their_ends_and_drops_a_byte_order_mark(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"\xef\xbb\xbffirst\r\nsec\rond\n\nlast")
+    assert list(read_lines(str(path))) == [(1, "first\r\n"), (2, "sec\rond\n"), (3, "\n"), (4, "last")]
+
+
+def test_a_line_that_is_not_utf8_is_named_with_its_line_and_column_in_characters(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_bytes(b"fine\n" + "Zürich ".encode() + LATIN1 + b"\n")  # ü is one character of two bytes
+    lines = read_lines(str(path))
+    assert next(lines) == (1, "fine\n")  # lazily: the good lines come first
+    with pytest.raises(ValueError) as error:
+        next(lines)
+    assert str(error.value) == _expected(path, 2, 11)
+
+
+def test_read_text_names_the_line_and_column_of_a_whole_file(tmp_path):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a":\n "' + LATIN1 + b'"}\n')
+    with pytest.raises(ValueError) as error:
+        read_text(str(path))
+    assert str(error.value) == _expected(path, 2, 6)
+    path.write_bytes(LATIN1)  # on the first line, after a byte-order mark or not
+    with pytest.raises(ValueError, match=r"a\.json:1: not UTF-8 text \(byte 0xe9 at column 4\)"):
+        read_text(str(path))
+    path.write_bytes(b'\xef\xbb\xbf{"a": "\xc3\xa9"}')
+    assert json.loads(read_text(str(path))) == {"a": "é"}
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path):
+    path = tmp_path / "notepad.txt"
+    path.write_bytes("a line\n".encode("utf-16"))
+    message = f"{path}:1: not UTF-8 text (a UTF-16 byte-order mark); save the file as UTF-8"
+    with pytest.raises(ValueError) as error:
+        list(read_lines(str(path)))
+    assert str(error.value) == message
+    with pytest.raises(ValueError) as error:
+        read_text(str(path))
+    assert str(error.value) == message
+
+
+def _glue(path):
+    from official_bert.data.glue import read_glue_tsv
+
+    return read_glue_tsv("SST-2", str(path), "train")
+
+
+def _conll(path):
+    from official_bert.data.conll import read_conll
+
+    return read_conll(str(path))
+
+
+def _squad(path):
+    from official_bert.data.squad import read_squad_json
+
+    return read_squad_json(str(path))
+
+
+def _multiple_choice(path):
+    from official_bert.data.multiple_choice import read_multiple_choice
+
+    return read_multiple_choice(str(path))
+
+
+def _text_lines(path):
+    from official_bert.data.text_lines import read_text_lines
+
+    return list(read_text_lines(str(path)))
+
+
+def _corpus(path):
+    from official_bert.data.sentence_corpus import read_documents
+
+    return list(read_documents([str(path)]))
+
+
+def _vocab(path):
+    from official_bert.text.vocab import load_vocab
+
+    return load_vocab(str(path))
+
+
+def _representative(path):
+    from export.tflite import read_representative_file
+
+    return read_representative_file(str(path))
+
+
+_SQUAD_HEAD = b'{"version": "1.1", "data": [{"title": "t", "paragraphs": [\n'
+
+# reader, file name, the file's bytes (line 2 holds "café" in Latin-1), the column of its é.
+READERS = [
+    (_glue, "train.tsv", b"sentence\tlabel\n" + LATIN1 + b" is good\t1\n", 4),
+    (_conll, "train.txt", b"EU B-ORG\n" + LATIN1 + b" O\n", 4),
+    (_squad, "dev.json", _SQUAD_HEAD + b'{"context": "' + LATIN1 + b'", "qas": []}]}]}\n', 17),
+    (_multiple_choice, "train.jsonl", b'{"context": "A.", "choices": ["x"], "label": 0}\n'
+                                      b'{"context": "' + LATIN1 + b'", "choices": ["x"], "label": 0}\n', 17),
+    (_multiple_choice, "train.csv", b"sent1,sent2,ending0,ending1,ending2,ending3,label\n"
+                                    b"A.," + LATIN1 + b",a,b,c,d,0\n", 7),
+    (_text_lines, "input.txt", b"Who was Jim Henson ?\n" + LATIN1 + b" ||| latte\n", 4),
+    (_corpus, "corpus.txt", b"A sentence.\n" + LATIN1 + b" is here.\n", 4),
+    (_vocab, "vocab.txt", b"[PAD]\n" + LATIN1 + b"\n", 4),
+    (_representative, "texts.txt", b"A sentence.\tAnother.\n" + LATIN1 + b"\tlatte\n", 4),
+]
+
+
+@pytest.mark.parametrize("reader, name, content, column", READERS,
+                         ids=[f"{reader.__name__[1:]}-{name}" for reader, name, _, _ in READERS])
+def test_every_reader_of_a_users_file_names_the_file_line_and_column(tmp_path, reader, name, content, column):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as error:
+        reader(path)
+    assert str(error.value) == _expected(path, 2, column)
+    # The same file in UTF-8 reads.
+    path.write_bytes(content.replace(LATIN1, "café".encode()))
+    reader(path)
