@@ -13,9 +13,11 @@ Signatures (the three of every export, with inputs of their own):
   choice is an all-zero row) -> `label_id`, `scores`, `probabilities`.
 
 Each pair is packed `[CLS] context [SEP] choice [SEP]` by `data.multiple_choice_dataset.pack_choices`, as in
-training. The raw-text signatures run the encoder at the request's longest pair (the padding is masked and the
-scores come from [CLS]); the TFLite form (`tflite_serving_default`: `choices` [batch, n] only) keeps the fixed
-length.
+training: `context` is a question's first segment and a choice its second, as `data.multiple_choice` reads them
+from a file. A question without a context (CommonsenseQA's shape) sends the question as `context` and each choice
+alone; with a context and a question, a choice is `question + " " + choice`. The raw-text signatures run the
+encoder at the request's longest pair (the padding is masked and the scores come from [CLS]); the TFLite form
+(`tflite_serving_default`: `choices` [batch, n] only) keeps the fixed length.
 """
 
 import numpy as np

@@ -8,7 +8,7 @@
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
 texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`; multiple
-choice: `context`, then every choice); the JSON
+choice: `context`, then every choice, where a question without a context sends the question first); the JSON
 holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
 value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
 names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).

@@ -9,7 +9,8 @@ Each (context, choice) pair is packed `[CLS] context [SEP] choice [SEP]` and sco
 (dropout + dense(1) on the pooled output); a question's scores are its logits. Files: SWAG's CSV (the context is
 `sent1`, choice i is `sent2 + " " + ending_i`, as transformers' `run_swag.py`; `test.csv` has no label), the same
 rows as JSON lines, or generic JSON lines `{"context", "question", "choices": [...], "label"}` with any number of
-choices (see `official_bert.data.multiple_choice`). Without files, --tfds_name=hellaswag reads tensorflow-datasets
+choices, the context left out or empty for questions without one (CommonsenseQA: the question is then the first
+segment; see `official_bert.data.multiple_choice`). Without files, --tfds_name=hellaswag reads tensorflow-datasets
 (which has no SWAG builder). Defaults are the paper's SWAG recipe: 3 epochs, learning rate 2e-5, batch 16,
 sequence length 128.
 

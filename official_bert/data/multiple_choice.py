@@ -1,7 +1,7 @@
 """Multiple-choice examples (SWAG and the like): SWAG's CSV, the same rows as JSON lines, a generic JSON-lines form,
 and tensorflow-datasets' HellaSwag.
 
-Every source gives the same `MultipleChoiceExamples`: per question a context (the first segment) and its choices
+Every source gives the same `MultipleChoiceExamples`: per question a first segment (its context) and its choices
 (each a second segment, packed `[CLS] context [SEP] choice [SEP]`), the right choice's index (None for test
 splits) and an id.
 
@@ -9,9 +9,12 @@ splits) and an id.
   `ending0`..`ending3` and, except in `test.csv`, `label`. As transformers' `run_swag.py`: the context is `sent1`,
   choice i is `sent2 + " " + ending_i`. The id is the unnamed first column (SWAG's row index) when there is one.
 - SWAG JSON lines: one object per line with the same fields (`sent1`, `sent2`, `ending0`.., `label`).
-- Generic JSON lines: `{"context": str, "question": str (optional), "choices": [str, ...], "label": int
-  (optional), "id": (optional)}`; choice i is `question + " " + choices[i]` (or the choice alone without a
-  question). Questions may have different numbers of choices.
+- Generic JSON lines: `{"context": str, "question": str, "choices": [str, ...], "label": int (optional), "id":
+  (optional)}`, with a context or a question or both. With a context, it is the first segment and choice i is
+  `question + " " + choices[i]` (the choice alone without a question). Without a context (absent, null or empty:
+  CommonsenseQA's shape), the question is the first segment and each choice the second: `[CLS] question [SEP]
+  choice [SEP]`. (transformers' `run_swag.py` would pack an empty context as `[CLS] [SEP] question choice [SEP]`.)
+  Questions may have different numbers of choices.
 
 A file is UTF-8 (`official_bert.text_files`). A malformed row is a ValueError naming the file, the 1-based line and
 the field. Empty choices are errors too: an empty string is how a batch marks a missing choice
@@ -50,7 +53,7 @@ class MultipleChoiceExamples:
     """The questions of one split, as parallel lists.
 
     Args:
-        contexts: each question's first segment.
+        contexts: each question's first segment (its context; without one, the question).
         choices: each question's choices (second segments), one list per question, of any length >= 1.
         labels: int64 index of the right choice per question, or None for an unlabeled (test) split.
         ids: an id per question (str).
@@ -133,9 +136,15 @@ def _swag_row(where, row):
 
 
 def _generic_row(where, row):
-    """(context, choices, label) of a generic row: `context`, and `question + " " + choice` per choice."""
-    context = _text(where, row, "context")
-    question = _text(where, row, "question", allow_empty=True) if "question" in row else ""
+    """(first segment, choices, label) of a generic row: `context`, and `question + " " + choice` per choice; without
+    a context, `question`, and each choice alone."""
+    context = _text(where, row, "context", allow_empty=True) if row.get("context") is not None else ""
+    question = _text(where, row, "question", allow_empty=True) if row.get("question") is not None else ""
+    if not context.strip() and not question.strip():
+        raise ValueError(f"{where}: fields 'context' and 'question' are both missing or empty; a row needs one of "
+                         f"them (the first segment)")
+    if not context.strip():
+        context, question = question, ""  # CommonsenseQA's shape: the question is the first segment
     raw_choices = row["choices"]
     if not isinstance(raw_choices, list) or not raw_choices:
         raise ValueError(f"{where}: field 'choices' must be a non-empty list of strings, got {raw_choices!r}")
@@ -200,7 +209,7 @@ def read_jsonl(path) -> MultipleChoiceExamples:
         elif "sent1" in row or any(f"ending{i}" in row for i in range(SWAG_ENDINGS)):
             context, choices, label = _swag_row(where, row)
         else:
-            raise ValueError(f"{where}: field 'choices' missing (a generic row: context, question, choices, "
+            raise ValueError(f"{where}: field 'choices' missing (a generic row: context and/or question, choices, "
                              f"label) and no SWAG fields (sent1, sent2, ending0..ending3, label)")
         rows.add(where, context, choices, label, row.get("id"))
     return rows.examples()

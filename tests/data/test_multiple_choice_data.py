@@ -1,6 +1,6 @@
 """Multiple-choice readers (SWAG CSV, SWAG JSON lines, generic JSON lines, TFDS HellaSwag records) and the in-graph
-packing: the real SWAG sample, bad rows named by file, line and field, test files without labels, pairs packed as
-transformers' tokenizer packs them, missing choices as all-zero rows."""
+packing: the real SWAG sample, bad rows named by file, line and field, test files without labels, questions without
+a context, pairs packed as transformers' tokenizer packs them, missing choices as all-zero rows."""
 
 import csv
 import json
@@ -71,6 +71,24 @@ def test_generic_json_lines_with_any_number_of_choices(tmp_path):
     assert padded_choices(examples.choices).tolist()[2] == ["Yes.", "", "", ""]
 
 
+def test_questions_without_a_context_are_the_first_segment(tmp_path):
+    """CommonsenseQA's shape (a question and its choices, no context): the question is packed where a context would
+    be, and each choice alone."""
+    path = tmp_path / "commonsense_qa.jsonl"
+    rows = [{"id": "075e483d", "question": "The sanctions against the school were a punishing blow. What did they "
+             "ignore?", "choices": ["ignore", "enforce", "authoritarian", "yell at", "avoid"], "label": 0},
+            {"question": "Where do fish live?", "context": "", "choices": ["water", "desert"], "label": 0},
+            {"question": "Where?", "context": None, "choices": ["here", "there"], "label": 1},
+            {"context": "The cat sat on the mat.", "question": "Where is the cat?", "choices": ["on the mat", "away"],
+             "label": 0}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    examples = read_multiple_choice(str(path))
+    assert examples.contexts == [rows[0]["question"], "Where do fish live?", "Where?", "The cat sat on the mat."]
+    assert examples.choices == [rows[0]["choices"], ["water", "desert"], ["here", "there"],
+                                ["Where is the cat? on the mat", "Where is the cat? away"]]
+    assert examples.labels.tolist() == [0, 0, 1, 0] and examples.ids[0] == "075e483d"
+
+
 @pytest.mark.parametrize("row, message", [
     ({"sent1": "A man walks.", "sent2": "He", "ending0": "runs.", "ending1": "sits.", "ending2": "eats.",
       "label": 0}, "2: field 'ending3' missing"),
@@ -85,6 +103,10 @@ def test_generic_json_lines_with_any_number_of_choices(tmp_path):
     ({"sent1": "A.", "sent2": "B", "ending0": "c", "ending1": "d", "ending2": "e", "ending3": "f"},
      "2: field 'label' is missing, but the file's first row has one"),
     ({"text": "no known fields"}, "2: field 'choices' missing"),
+    ({"choices": ["x", "y"], "label": 0}, "2: fields 'context' and 'question' are both missing or empty"),
+    ({"context": " ", "question": "", "choices": ["x", "y"], "label": 0},
+     "2: fields 'context' and 'question' are both missing or empty"),
+    ({"question": ["Why?"], "choices": ["x", "y"], "label": 0}, "2: field 'question' must be a string"),
     (["a list"], "2: expected a JSON object"),
 ])
 def test_a_bad_json_row_names_the_file_line_and_field(tmp_path, sample_rows, row, message):

@@ -1,11 +1,14 @@
 """tasks.run_multiple_choice end to end through the CLI, with a tiny model: train, evaluate and predict on the real
-SWAG sample, predict a SWAG test.csv (no labels), questions with different numbers of choices, an empty train file."""
+SWAG sample, predict a SWAG test.csv (no labels), questions with different numbers of choices, questions without a
+context (CommonsenseQA's shape) through to the export, an empty train file, a train file that is not UTF-8."""
 
 import csv
 import json
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -82,4 +85,45 @@ def test_an_empty_training_file_is_refused_naming_it_before_anything_is_written(
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode != 0
     assert f"{empty}: no questions to train on" in result.stderr
+    assert not model_dir.exists()
+
+
+def test_questions_without_a_context_train_evaluate_predict_and_export(tiny_checkpoint, tmp_path):
+    """CommonsenseQA's shape: a question and its choices, no context (or an empty one); the question is the first
+    segment, and the export answers it sent as `context` as the task's predictions did."""
+    questions = [("Where would you put a plate after washing it?", ["cupboard", "ocean", "roof", "shoe", "forest"]),
+                 ("What do people use to cut paper?", ["scissors", "spoon", "pillow", "cloud", "river"]),
+                 ("Where do fish live?", ["desert", "water", "attic", "oven", "tree"]),
+                 ("What is cold and frozen?", ["fire", "sun", "ice", "soup", "sand"]),
+                 ("What do you read?", ["book", "chair", "lamp", "grass", "door"]),
+                 ("Where do you sleep?", ["kitchen", "garage", "road", "bed", "roof"])]
+    rows = [{"id": f"q{i}", "question": q, "choices": c, "label": i % 5, **({"context": ""} if i == 2 else {})}
+            for i, (q, c) in enumerate(questions)]
+    data = tmp_path / "commonsense_qa.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    model_dir = tmp_path / "csqa"
+    _run(_command(tiny_checkpoint, model_dir, f"--train_file={data}", f"--eval_file={data}", "--num_train_steps=2",
+                  "--do_predict"))
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["num_examples"] == 6 and results["chance_accuracy"] == pytest.approx(0.2)
+    predictions = [int(p) for p in (model_dir / "predictions" / "predictions.txt").read_text().split()]
+    assert len(predictions) == 6 and all(0 <= p < 5 for p in predictions)
+
+    from export.predict import predict
+    from export.saved_model import export
+
+    version_dir = export(str(model_dir), str(tmp_path / "export"))
+    assert [predict(version_dir, [q, *c])["label_id"] for q, c in questions] == predictions
+
+
+def test_a_training_file_that_is_not_utf8_is_one_line_naming_its_line(tiny_checkpoint, tmp_path):
+    data = tmp_path / "train.jsonl"
+    data.write_bytes(b'{"question": "Why?", "choices": ["a", "b"], "label": 0}\n'
+                     b'{"question": "caf\xe9?", "choices": ["a", "b"], "label": 1}\n')  # Latin-1
+    model_dir = tmp_path / "never"
+    result = subprocess.run(_command(tiny_checkpoint, model_dir, f"--train_file={data}", "--do_eval=false"),
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == (f"error: {data}:2: not UTF-8 text (byte 0xe9 at column 18); "
+                                                      f"save the file as UTF-8")
     assert not model_dir.exists()
