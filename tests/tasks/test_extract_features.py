@@ -167,8 +167,8 @@ def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(
     source = tmp_path / "input.txt"
     source.write_bytes(content)
     (tmp_path / "notes.txt").write_text("mine\n")
-    result = _run(f"--input_file={source}", f"--output_file={tmp_path / output}", f"--init_checkpoint={tiny_checkpoint}",
-                  "--layers=-1", "--max_seq_length=32")
+    result = _run(f"--input_file={source}", f"--output_file={tmp_path / output}",
+                  f"--init_checkpoint={tiny_checkpoint}", "--layers=-1", "--max_seq_length=32")
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith("error: " + message.format(tmp=tmp_path))
     assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "out.jsonl").exists()
