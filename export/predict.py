@@ -16,6 +16,7 @@ Only tensorflow and tensorflow_text are imported to run the model.
 """
 
 import json
+import logging
 import os
 import sys
 
@@ -30,6 +31,29 @@ def resolve_version_dir(export_dir):
     if not versions:
         raise FileNotFoundError(f"{export_dir}: no saved_model.pb and no numeric version directory")
     return os.path.join(export_dir, str(versions[-1]))
+
+
+class _WithoutUnsavedGradientNotes(logging.Filter):
+    """Drops TensorFlow's "Importing a function (...) with ops with unsaved custom gradients" warnings, one per
+    function of an int8 export: Keras' int8 layers wrap their matmuls in a custom gradient, and exports are saved
+    without gradients on purpose (`export.ops.serving_save_options`); predicting asks for none."""
+
+    def filter(self, record):
+        return "with ops with unsaved custom gradients" not in record.getMessage()
+
+
+def load(version_dir):
+    """`tf.saved_model.load` of an export, without the unsaved-custom-gradient warnings (see above)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers FastBertNormalize / FastWordpieceTokenizeWithOffsets)
+    from absl import logging as absl_logging
+
+    notes, logger = _WithoutUnsavedGradientNotes(), absl_logging.get_absl_logger()  # (TF logs them through absl)
+    logger.addFilter(notes)
+    try:
+        return tf.saved_model.load(version_dir)
+    finally:
+        logger.removeFilter(notes)
 
 
 # Left out by default: one value per position of the packed sequence (SQuAD's span logits).
@@ -66,9 +90,8 @@ def predict(export_dir, texts, output_names=None):
         dict output name -> JSON-ready value for this example.
     """
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers FastBertNormalize / FastWordpieceTokenizeWithOffsets)
 
-    model = tf.saved_model.load(resolve_version_dir(export_dir))
+    model = load(resolve_version_dir(export_dir))
     signature = model.signatures["serving_default"]
     # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
     specs = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]

@@ -35,8 +35,11 @@ class RequestLengthModel:
     """
 
     def __init__(self, call, call_real_tokens, jit_compile=False, per_token=True):
+        # Run as written, not through AutoGraph: they only call a Keras model, and AutoGraph cannot read the source of
+        # two lambdas on one line (the modules') and warned for each, 36 lines an export.
+        call = tf.autograph.experimental.do_not_convert(call)
         self._call = call
-        self._call_real_tokens = call_real_tokens
+        self._call_real_tokens = tf.autograph.experimental.do_not_convert(call_real_tokens)
         self._compiled = tf.function(call, jit_compile=True) if jit_compile else None
         self._per_token = per_token
 

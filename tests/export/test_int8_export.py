@@ -1,12 +1,18 @@
 """`export.saved_model --precision=int8`: Keras int8 weights, answers close to the float export's, served by TF
 Serving's session loader."""
 
+import json
 import os
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from session_loader import session_and_eager_outputs
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 TEXTS = ["the cat sat on the mat", "a very good film", "naïve café in Berlin"]
 
@@ -48,3 +54,19 @@ def test_int8_weights_are_int8(int8_exports):
     # per layer: query, key, value, attention output, intermediate, output; pooler, head; the word-piece table
     assert len(int8) == 2 * 6 + 2 + 1
     assert _variables_bytes(by_precision["int8"]) < _variables_bytes(by_precision["float32"])
+
+
+def test_int8_export_and_predict_print_no_autograph_or_custom_gradient_warnings(classifier_dir, tmp_path):
+    """Before: 36 lines of AutoGraph "could not transform <lambda>" from the export, and one "unsaved custom
+    gradients" warning per function of Keras' int8 layers from `export.predict`."""
+    exported = subprocess.run([sys.executable, "-m", "export.saved_model", f"--model_dir={classifier_dir}",
+                               f"--export_dir={tmp_path}", "--precision=int8"], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=600)
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    assert "could not transform" not in exported.stderr + exported.stdout
+    assert "AutoGraph" not in exported.stderr + exported.stdout
+    predicted = subprocess.run([sys.executable, "-m", "export.predict", f"--export_dir={tmp_path}", "the cat sat",
+                                "a cat was sitting"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert "custom gradients" not in predicted.stderr + predicted.stdout
+    assert json.loads(predicted.stdout.strip().splitlines()[-1])["label"] in ("0", "1")
