@@ -156,6 +156,29 @@ class Distiller(keras.Model):
             self.trackers[name].update_state(value)
         return total
 
+    def _split_untrained(self, variables):
+        """`(variables, less those the student leaves untrained, those)`: a sequence-output student (tagger, span
+        labeler) lists its encoder's pooler as non-trainable (`SequenceOutputModel`), although the variables are
+        marked trainable; the distiller trains what the student trains (and its projection)."""
+        untrained = {id(v) for v in self.student.non_trainable_weights}
+        return [v for v in variables if id(v) not in untrained], [v for v in variables if id(v) in untrained]
+
+    @property
+    def trainable_weights(self):
+        return self._split_untrained(super().trainable_weights)[0]
+
+    @property
+    def non_trainable_weights(self):
+        return super().non_trainable_weights + self._split_untrained(super().trainable_weights)[1]
+
+    @property
+    def trainable_variables(self):
+        return self._split_untrained(super().trainable_variables)[0]
+
+    @property
+    def non_trainable_variables(self):
+        return super().non_trainable_variables + self._split_untrained(super().trainable_variables)[1]
+
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return reducible_across_workers({m.name: m.result() for m in self.metrics})
 

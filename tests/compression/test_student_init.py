@@ -145,3 +145,24 @@ def test_an_albert_student_runs_the_teachers_shared_blocks_fewer_times():
     np.testing.assert_allclose(student_states[0], teacher_states[0], atol=1e-6)  # layer 1: group 0 in both
     with pytest.raises(ValueError, match="share 2 weight groups"):
         student_config(config, [0, 1, 2])
+
+
+def test_a_tagging_student_trains_without_its_pooler_and_without_a_gradient_warning(recwarn):
+    """The token classifier reads only `sequence_output`: its pooler is not trained (no "Gradients do not exist for
+    variables ['pooler/kernel', 'pooler/bias']"), and is still saved with the student."""
+    info = {"label_names": ["O", "B-PER", "I-PER"]}
+    keras.utils.set_random_seed(3)
+    teacher = model_dirs.build_task_model(model_dirs.TAGGING, _config(), info)
+    for kwargs in ({}, {"hidden_weight": 1.0, "layer_map": [1, 3]}):  # the logits losses, and with the layer states
+        student = _student(teacher, [1, 3], model_dirs.TAGGING, info)
+        pooler = {id(v) for v in student.encoder.pooler.weights}
+        pooler_before = [v.numpy().copy() for v in student.encoder.pooler.weights]
+        distiller = Distiller(student, teacher, alpha=0.5, temperature=2.0, **kwargs)
+        assert not pooler & {id(v) for v in distiller.trainable_weights}
+        assert pooler <= {id(v) for v in distiller.non_trainable_weights}
+        distiller.compile(optimizer=keras.optimizers.Adam(1e-2))
+        x, y = _inputs(8), np.random.default_rng(0).integers(0, 3, (8, 10))
+        distiller.fit(x, y, batch_size=8, epochs=1, verbose=0)
+        assert not [str(w.message) for w in recwarn if "Gradients do not exist" in str(w.message)]
+        assert all(np.array_equal(a, v.numpy()) for a, v in zip(pooler_before, student.encoder.pooler.weights))
+        assert pooler <= {id(v) for v in student.weights}  # saved with the student's weights
