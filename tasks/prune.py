@@ -18,7 +18,9 @@ A layer's importance is how much the task loss on the first --importance_example
 important ones are kept, as `tasks.distill --student_layers` would (the flags of `tasks.distill` apply: --alpha,
 --temperature, --num_train_steps, ...). `importance.json` in --model_dir records the scores; with --target_sparsity,
 `sparsity.json` the share of zeros per kernel. Magnitude pruning leaves the kernels' shapes as they are: the model
-is smaller only compressed (zeros compress), and not faster on CPU (dense matmuls do not skip zeros).
+is smaller only compressed (zeros compress), and not faster on CPU (dense matmuls do not skip zeros). Flags that
+prune nothing (none of the three, `--prune_heads=0`, `--keep_layers` of every layer) are refused: the run would
+train a full copy of the teacher.
 
 With --prune_heads, a head's importance is Michel et al.'s (2019) |gradient of the dev loss with respect to a gate on
 the head|, summed over the same dev batches; that share of the (kept layers') heads, least important first, is
@@ -66,6 +68,7 @@ def main(argv):
     layers = list(range(depth))
     importance = {}
     cuts_layers = FLAGS.keep_layers is not None and FLAGS.keep_layers != depth
+    _check_something_is_pruned(cuts_layers, depth)
     batches = task.labeled_eval_batches(loaded, FLAGS.importance_examples) if cuts_layers or FLAGS.prune_heads else None
     if cuts_layers:
         scores = layer_importance(loaded.model, lambda config: model_dirs.build_task_model(
@@ -78,6 +81,10 @@ def main(argv):
                     hidden_weight=FLAGS.hidden_weight, attention_weight=FLAGS.attention_weight,
                     target_sparsity=FLAGS.target_sparsity, cache_teacher=FLAGS.cache_teacher)
     if FLAGS.prune_heads:
+        rated = sum(loaded.config.num_kept_heads(j) for j in layers)
+        if round(FLAGS.prune_heads * rated) == 0:
+            raise app.UsageError(f"--prune_heads={FLAGS.prune_heads:g} of the {rated} heads rounds to none: nothing "
+                                 f"would be pruned; pass a share of at least {1 / rated:.3g} (one head)")
         scores = head_importance(loaded.model, batches)
         removed = heads_to_prune([scores[j] for j in layers], FLAGS.prune_heads)  # by student layer
         pruned_heads = pruned_config(student_config(loaded.config, layers), removed).pruned_heads
@@ -90,6 +97,20 @@ def main(argv):
     run(DistillationTask(task, FLAGS.teacher, **settings), distill.student_run_config(loaded.max_seq_length))
     if importance:
         model_dirs.write_json(f"{FLAGS.model_dir}/importance.json", importance)
+
+
+def _check_something_is_pruned(cuts_layers, depth):
+    """Refuses flags that prune nothing (the run would train a full copy of the teacher), naming them."""
+    if cuts_layers or FLAGS.prune_heads or FLAGS.target_sparsity:
+        return
+    said = [f"--prune_heads={FLAGS.prune_heads:g} prunes nothing"] if FLAGS["prune_heads"].present else []
+    if FLAGS.keep_layers is not None:
+        said.append(f"--keep_layers={FLAGS.keep_layers} keeps every layer of the {depth}-layer teacher")
+    if FLAGS["target_sparsity"].present:
+        said.append(f"--target_sparsity={FLAGS.target_sparsity:g} zeroes no weight")
+    raise app.UsageError(f"{'; '.join(said) or 'nothing to prune'}: the run would train a full copy of the teacher; "
+                         f"pass --prune_heads (a share of the heads in (0, 1)), --keep_layers (fewer than {depth}) "
+                         "or --target_sparsity (a share of the weights in (0, 1))")
 
 
 if __name__ == "__main__":

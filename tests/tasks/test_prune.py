@@ -3,6 +3,7 @@ layer and half their heads, measured on their own evaluation data, and the resul
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -92,3 +93,36 @@ def test_prune_a_span_task_model_dir(teachers, tmp_path, kind):
     assert loaded.kind == model_dirs.load_model_dir(str(teacher)).kind
     assert loaded.config.num_hidden_layers == 1 and loaded.config.num_kept_heads(0) == 2
     assert (out / "eval_results.json").exists()
+
+
+def test_flags_that_prune_nothing_are_refused_before_anything_runs(shared_data, tmp_path):
+    """`--prune_heads=0` (or no pruning flag, or `--keep_layers` of every layer, or a share of the heads that rounds
+    to none) would train a full copy of the teacher: refused, naming the flag, and no model_dir is written."""
+    import keras
+    from classifier_model_dirs import write_classifier_model_dir
+
+    from official_bert import BertConfig
+
+    keras.utils.set_random_seed(6)
+    config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64)
+    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    teacher = write_classifier_model_dir(tmp_path / "teacher", model_dirs.build_task_model(
+        model_dirs.CLASSIFICATION, config, info), info, shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
+    out = tmp_path / "pruned"
+    for flags, message in (
+            (["--prune_heads=0"], r"--prune_heads=0 prunes nothing: the run would train a full copy of the teacher; "
+                                  r"pass --prune_heads \(a share of the heads in \(0, 1\)\), --keep_layers \(fewer "
+                                  r"than 2\) or --target_sparsity"),
+            ([], "nothing to prune: the run would train a full copy"),
+            (["--keep_layers=2", "--prune_heads=0"], "--prune_heads=0 prunes nothing; --keep_layers=2 keeps every "
+                                                     "layer of the 2-layer teacher: the run would train a full copy"),
+            (["--prune_heads=0.05"], r"--prune_heads=0.05 of the 8 heads rounds to none: nothing would be pruned; "
+                                     r"pass a share of at least 0.125 \(one head\)")):
+        command = [sys.executable, "-m", "tasks.prune", f"--teacher={teacher}", *flags,
+                   f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={out}", "--num_train_steps=1",
+                   "--importance_examples=8"]
+        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+        assert result.returncode != 0, flags
+        assert re.search(message, result.stderr), result.stderr[-2000:]
+        assert "Traceback" not in result.stderr and not out.exists()
