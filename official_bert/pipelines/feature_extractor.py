@@ -59,16 +59,24 @@ def resolve_layers(layers: Sequence[int], num_layers: int) -> List[int]:
     """Positions in `[embeddings, block 1..L]` of layer indices (see the module notes).
 
     Raises:
-        ValueError: an index outside [-(L+1), L], naming it and the model's depth.
+        ValueError: an index outside [-(L+1), L], naming it and the model's depth; two indices of one layer (e.g. -1
+            and 6 of a 6-layer model), naming both.
     """
     if not layers:
         raise ValueError("no layers given")
-    positions = []
+    positions, spelled = [], {}
     for index in layers:
         if not -(num_layers + 1) <= index <= num_layers:
             raise ValueError(f"layer index {index} is out of range for a {num_layers}-layer model: use 0 (embeddings) "
                              f"to {num_layers}, or -1 (last) to {-(num_layers + 1)} (embeddings)")
-        positions.append(index if index >= 0 else num_layers + 1 + index)
+        position = index if index >= 0 else num_layers + 1 + index
+        if position in spelled:
+            twice = (f"layer index {index} is given twice" if spelled[position] == index else
+                     f"layer indices {spelled[position]} and {index} both name layer {position} of a {num_layers}-layer "
+                     "model (0 = embeddings, -1 = the last block)")
+            raise ValueError(f"{twice}; name each layer once")
+        spelled[position] = index
+        positions.append(position)
     return positions
 
 
