@@ -1,5 +1,6 @@
 """EncoderModule: raw text -> BERT's sequence and pooled outputs and a mean-pooled sentence embedding."""
 
+import numpy as np
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
@@ -12,12 +13,13 @@ class EncoderModule(ServingModule):
 
     Outputs of every signature (`truncated` only on the raw-text ones):
     `sequence_output` [batch, seq, hidden], `pooled_output` [batch, hidden] (tanh pooler on [CLS]),
-    `embedding` [batch, hidden] (masked mean of `sequence_output` over real tokens, sentence-transformers'
+    `mean_pooled_output` [batch, hidden] (masked mean of `sequence_output` over real tokens, sentence-transformers'
     mean pooling), `normalized_embedding` (its L2 normalisation: what sentence-transformers' all-MiniLM
     models return), and `input_mask` [batch, seq] int32 (which rows of `sequence_output` are real tokens).
 
     A fourth signature, `embed`, is the sentence-embedding one: `text` [batch] string -> `embedding` [batch,
-    hidden] (mean-pooled, L2-normalised: `official_bert.pipelines.Embedder`'s vectors) and `truncated`.
+    hidden] (mean-pooled, L2-normalised: `official_bert.pipelines.Embedder`'s vectors) and `truncated`. An output
+    named `embedding` is that normalised vector only (the other signatures' raw mean is `mean_pooled_output`).
 
     With `jit_compile`, an `embed` request without padding (one text, or texts of one length) runs the encoder as
     one XLA program (`export.request_length`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
@@ -52,10 +54,15 @@ class EncoderModule(ServingModule):
     def signatures(self):
         return {**super().signatures(), "embed": self.embed}
 
+    def warmup_requests(self):
+        """The three signatures' requests (`ServingModule.warmup_requests`) and the sample texts on `embed`: one
+        request per signature (with `jit_compile`, also one single text per compiled length on `embed`)."""
+        return super().warmup_requests() + [("embed", {"text": np.array(self.warmup_texts()["text"], dtype=object)})]
+
     def answer_tokens(self, inputs):
         outputs = self.encoder(inputs, training=False)
         sequence_output = outputs["sequence_output"]  # (batch, seq, hidden)
-        embedding = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
+        mean = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
         return {"sequence_output": sequence_output, "pooled_output": outputs["pooled_output"],
-                "embedding": embedding, "normalized_embedding": tf.math.l2_normalize(embedding, axis=-1),
+                "mean_pooled_output": mean, "normalized_embedding": tf.math.l2_normalize(mean, axis=-1),
                 "input_mask": inputs["input_mask"]}

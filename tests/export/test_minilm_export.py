@@ -55,9 +55,9 @@ def test_minilm_export_equals_our_encoder_and_the_reference(minilm_export, minil
     np.testing.assert_allclose(out["sequence_output"] * real, ours["sequence_output"].numpy() * real, atol=1e-5, rtol=0)
     np.testing.assert_allclose(out["pooled_output"], ours["pooled_output"].numpy(), atol=1e-5, rtol=0)
     expected_mean = (ours["sequence_output"].numpy() * real).sum(1) / mask.sum(1)[:, None]
-    np.testing.assert_allclose(out["embedding"], expected_mean, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(out["mean_pooled_output"], expected_mean, atol=1e-5, rtol=0)
     served = model.signatures["serve_tokens"](**{k: tf.constant(v) for k, v in tokens.items()})
-    np.testing.assert_allclose(served["embedding"].numpy(), out["embedding"], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(served["mean_pooled_output"].numpy(), out["mean_pooled_output"], atol=1e-5, rtol=0)
 
 
 def test_minilm_export_uses_only_serving_safe_ops(minilm_export):
