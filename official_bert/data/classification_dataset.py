@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from official_bert.data.epochs import repeat_shuffled
 from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_batch_padding
 
 
@@ -31,7 +32,7 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
         columns["label"] = labels.astype("float32" if labels.dtype.kind == "f" else "int32")
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if is_training:
-        dataset = dataset.shuffle(len(text_a), seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = repeat_shuffled(dataset, len(text_a), seed)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
     def pack(batch):

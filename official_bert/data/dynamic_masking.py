@@ -192,7 +192,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
 
     if is_training:
         dataset = tf.data.Dataset.counter().flat_map(epoch_dataset)
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)  # one endless pass
     else:
         dataset = epoch_dataset(tf.constant(0, tf.int64))
 

@@ -8,6 +8,7 @@ only (gather, reshape, comparisons): it runs in TF Serving and in TFLite.
 import numpy as np
 import tensorflow as tf
 
+from official_bert.data.epochs import repeat_shuffled
 from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_inputs
 
 
@@ -76,7 +77,7 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
         columns["label"] = np.asarray(labels).astype("int32")
     dataset = tf.data.Dataset.from_tensor_slices(columns)
     if is_training:
-        dataset = dataset.shuffle(len(contexts), seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = repeat_shuffled(dataset, len(contexts), seed)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
     def pack(batch):

@@ -17,6 +17,7 @@ import logging
 import tensorflow as tf
 
 from official_bert.data.dynamic_masking import dynamic_masking_dataset
+from official_bert.data.epochs import repeat_shuffled
 from official_bert.data.sentence_corpus import expand_file_patterns
 from official_bert.data.pretraining_records import check_record_file, parse_batch
 
@@ -62,13 +63,13 @@ def pretraining_dataset(file_patterns, batch_size, max_seq_length, max_predictio
             logger.warning("%d files for %d input pipelines: sharding records instead (each pipeline reads all "
                            "files); write at least as many files (--num_output_shards)", len(files), pipelines)
     if is_training:
-        dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = repeat_shuffled(dataset, len(files), seed)
     dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(cycle_length, len(files)),
                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if shard_records:
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if is_training:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)  # one endless pass
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
     dataset = dataset.map(lambda serialized: parse_batch(serialized, max_seq_length, max_predictions_per_seq),
                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

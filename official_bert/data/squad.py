@@ -44,6 +44,7 @@ from typing import Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from official_bert.data.epochs import repeat_shuffled
 from official_bert.text_files import read_text
 
 logger = logging.getLogger(__name__)
@@ -475,7 +476,7 @@ def squad_dataset(features: SquadFeatures, batch_size: int, is_training: bool, s
             raise ValueError("training needs features built with is_training=True")
         labels = {"start_logits": features.start_positions, "end_logits": features.end_positions}
         dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
-        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = repeat_shuffled(dataset, len(features), seed)
     else:
         dataset = tf.data.Dataset.from_tensor_slices(inputs)
     return dataset.batch(batch_size, drop_remainder=is_training).prefetch(tf.data.AUTOTUNE)

@@ -36,6 +36,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from official_bert.data.epochs import repeat_shuffled
 from official_bert.data.padding import XLA_LENGTH_MULTIPLE, trim_batch_padding
 from official_bert.labels import IGNORE_LABEL
 
@@ -254,7 +255,7 @@ def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool,
         if windows.labels is None:
             raise ValueError("training needs labeled windows")
         dataset = tf.data.Dataset.from_tensor_slices((features, windows.labels))
-        dataset = dataset.shuffle(len(windows), seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = repeat_shuffled(dataset, len(windows), seed)
         return trim_batch_padding(dataset.batch(batch_size, drop_remainder=True), length_multiple,
                                   sequence_labels=True).prefetch(tf.data.AUTOTUNE)
     dataset = tf.data.Dataset.from_tensor_slices(features)
