@@ -17,7 +17,10 @@ the README.
 import errno
 import json
 import os
+import secrets
 import shutil
+import socket
+import sys
 import tempfile
 
 from absl import app, flags
@@ -219,6 +222,45 @@ def numeric_versions(export_dir):
                   if name.isdigit() and os.path.isdir(os.path.join(export_dir, name)))
 
 
+_STAGING_PREFIX = ".tmp-"
+
+
+def _staging_name(version):
+    """`.tmp-<version>-<host>-<pid>-<random>`: an export's folder until it is complete (servers ignore it)."""
+    return f"{_STAGING_PREFIX}{version}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _process_is_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_dead_staging(export_dir):
+    """Removes the staging folders of exports that were killed (their process on this host is gone), and says so.
+
+    Returns:
+        the removed folders' names.
+    """
+    from official_bert import owned_files
+
+    host, removed = socket.gethostname(), []
+    for name in sorted(owned_files.recorded(export_dir)):
+        parts = name[len(_STAGING_PREFIX):].split("-") if name.startswith(_STAGING_PREFIX) else []
+        if len(parts) < 4 or "-".join(parts[1:-2]) != host or not parts[-2].isdigit():
+            continue
+        path = os.path.join(export_dir, name)
+        if os.path.isdir(path) and not _process_is_alive(int(parts[-2])):
+            shutil.rmtree(path)
+            removed.append(name)
+            print(f"removed {path}, left by an export that was killed (process {parts[-2]})", file=sys.stderr)
+    return removed
+
+
 def save(module, export_dir, version=None):
     """Writes the module to `<export_dir>/<version>/` with its warm-up requests.
 
@@ -238,6 +280,10 @@ def save(module, export_dir, version=None):
 
     from export.warmup import WARMUP_FILE, write_warmup_file
 
+    from official_bert import owned_files
+
+    owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # any exporter's versions
+    remove_dead_staging(export_dir)
     versions = numeric_versions(export_dir)
     chosen = version is None
     version = (versions[-1] + 1 if versions else 1) if chosen else int(version)
@@ -246,8 +292,8 @@ def save(module, export_dir, version=None):
     target = os.path.join(export_dir, str(version))
     if os.path.exists(target):
         raise FileExistsError(f"{target} exists: versions are never overwritten; pass another --version")
-    os.makedirs(export_dir, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=export_dir)  # not numeric: servers ignore it
+    staging = owned_files.claim(export_dir, _staging_name(version))  # not numeric: servers ignore it
+    os.makedirs(staging)
     try:
         tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(),
                             options=serving_save_options())
@@ -255,7 +301,8 @@ def save(module, export_dir, version=None):
         write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), module.warmup_requests())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a server running as another user must read it
+        os.chmod(staging, 0o777 & ~umask)  # a server running as another user must read it
+        owned_files.claim(export_dir, str(version))
         try:
             os.rename(staging, target)  # fails if another export renamed its own version here meanwhile
         except OSError as error:
@@ -267,6 +314,8 @@ def save(module, export_dir, version=None):
     except BaseException:  # a failed, interrupted or losing export leaves no half-written version behind
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        owned_files.forget(export_dir, os.path.basename(staging))
     return target
 
 
@@ -274,6 +323,9 @@ def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None,
            jit_compile=False):
     """Builds and saves the serving module of a model_dir (arguments: `build_module`'s); returns the version
     directory."""
+    from official_bert import owned_files
+
+    owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # before the minutes of building
     with tempfile.TemporaryDirectory() as staging_dir:
         module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile)
         return save(module, export_dir, version)

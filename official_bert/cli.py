@@ -109,8 +109,8 @@ def check_command_line(argv, required=()):
 
 
 def run_main(main):
-    """Runs an entry point's `main(argv)` with absl; a usage error or one of `USER_ERRORS` is one line, exit 2
-    (with `--verbosity`, its traceback instead)."""
+    """Runs an entry point's `main(argv)` with absl; a usage error or one of `USER_ERRORS` is one line, exit 2, and
+    Ctrl-C one line, exit 130 (with `--verbosity`, their traceback instead)."""
     from absl import app
 
     verbose = _verbose(sys.argv)
@@ -126,6 +126,11 @@ def run_main(main):
                 raise
             sys.stderr.write(f"error: {error}\n")
             sys.exit(2)
+        except KeyboardInterrupt as interrupt:  # Ctrl-C: one line (training says where it stopped), exit 130
+            if verbose:
+                raise
+            sys.stderr.write(f"{interrupt or 'interrupted'}\n")
+            sys.exit(130)
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     app.run(guarded)

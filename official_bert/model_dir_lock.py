@@ -18,6 +18,8 @@ import socket
 import sys
 import time
 
+from official_bert import owned_files
+
 LOCK_FILE = "run.lock"
 
 
@@ -53,7 +55,7 @@ class ModelDirLock:
         self._fd = None
 
     def __enter__(self):
-        os.makedirs(self.model_dir, exist_ok=True)
+        owned_files.claim(self.model_dir, LOCK_FILE)  # recorded before it is made (creates the model_dir)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 
 from official_bert import model_dir as model_dirs
 
@@ -145,24 +144,3 @@ def write_run_record(model_dir, record):
     """Writes run.json."""
     model_dirs.write_json(os.path.join(model_dir, RUN_FILE), record)
 
-
-def clear_earlier_run(model_dir):
-    """Deletes what an earlier run left in `model_dir` (for `--overwrite`): every entry but the lock file.
-
-    Raises:
-        ValueError: `model_dir` is not empty and holds no task.json: not a model_dir of ours, so nothing is deleted.
-    """
-    from official_bert.model_dir_lock import LOCK_FILE
-
-    if not os.path.isdir(model_dir):
-        return
-    entries = [name for name in os.listdir(model_dir) if name != LOCK_FILE]
-    if entries and not model_dirs.is_model_dir(model_dir):
-        raise ValueError(f"--overwrite: {model_dir} holds files but no {model_dirs.TASK_FILE}; it is not a "
-                         f"model_dir of ours, so nothing was deleted")
-    for name in entries:
-        path = os.path.join(model_dir, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)

@@ -27,6 +27,7 @@ import tempfile
 from typing import Optional
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert import run_record as run_records
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class RunConfig:
         mixed_precision: None, "float16" or "bfloat16".
         distribution_strategy: one_device, mirrored, multi_worker_mirrored or tpu (tpu: the TPU address).
         checkpoint_steps: steps between checkpoints (a restarted run resumes there).
+        keep_checkpoints: how many of the latest checkpoints are kept (at least 1).
         seed: initialisation, shuffling and dropout.
         deterministic: TensorFlow's op determinism: two runs of one command, and a resumed run and an unbroken
             one, end with bit-identical weights (README: what it costs).
@@ -82,6 +84,7 @@ class RunConfig:
     distribution_strategy: str = "one_device"
     tpu: Optional[str] = None
     checkpoint_steps: int = 500
+    keep_checkpoints: int = 1
     seed: int = 42
     deterministic: bool = False
     do_train: bool = True
@@ -236,12 +239,16 @@ def _prepare_model_dir(task, config, bert_config, info, tokens, record):
     """For a training run, under the model_dir's lock: refuses to continue another run (or, with --overwrite,
     deletes it), then writes task.json (`info` and the task's run settings), bert_config.json, vocab.txt and
     run.json."""
-    from official_bert.text.preprocessing import write_tokenizer_files
+    from official_bert.model_dir_lock import LOCK_FILE
+    from official_bert.text.preprocessing import tokenizer_file_names, write_tokenizer_files
 
-    if config.overwrite and model_dirs.is_model_dir(config.model_dir):
-        logger.info("--overwrite: deleting the earlier run in %s", config.model_dir)
-        run_records.clear_earlier_run(config.model_dir)
+    if config.overwrite:
+        removed = owned_files.remove_ours(config.model_dir, keep=(LOCK_FILE,))
+        if removed:
+            logger.info("--overwrite: deleted the earlier run's %s in %s", ", ".join(removed), config.model_dir)
     run_records.check_same_training(config.model_dir, record)
+    for name in (model_dirs.TASK_FILE, model_dirs.CONFIG_FILE, run_records.RUN_FILE, *tokenizer_file_names(tokens)):
+        owned_files.claim(config.model_dir, name)
     model_dirs.write_task_info(config.model_dir, task.kind, {**info, **task.run_settings()})
     model_dirs.write_json(os.path.join(config.model_dir, model_dirs.CONFIG_FILE), bert_config.to_dict())
     if tokens is not None:
@@ -266,11 +273,17 @@ def _record_run_settings(task, config):
 
 
 def save_trained(model, out_dir, vocab_file, lower_case):
-    """`model.weights.h5` and `encoder/` (a Hugging Face directory with its vocab and casing) in `out_dir`."""
+    """`model.weights.h5` (the weights only: a finished run needs no optimizer state to evaluate, export or start
+    another run; the checkpoints keep it for a resume) and `encoder/` (a Hugging Face directory with its vocab and
+    casing) in `out_dir`."""
     from official_bert.checkpoints import save_encoder
 
-    model.save_weights(os.path.join(out_dir, model_dirs.WEIGHTS_FILE), overwrite=True)
-    encoder_dir = os.path.join(out_dir, model_dirs.ENCODER_DIR)
+    optimizer, model.optimizer = model.optimizer, None  # Keras saves a compiled model's optimizer with its weights
+    try:
+        model.save_weights(owned_files.claim(out_dir, model_dirs.WEIGHTS_FILE), overwrite=True)
+    finally:
+        model.optimizer = optimizer
+    encoder_dir = owned_files.claim(out_dir, model_dirs.ENCODER_DIR)
     save_encoder(model.encoder, encoder_dir, vocab_file=vocab_file, overwrite=True)
     model_dirs.write_tokenizer_config(encoder_dir, lower_case, vocab_file)
 
@@ -320,9 +333,18 @@ def _writable(path):
 
 
 def _check_output(config):
-    """Refuses before anything runs: --overwrite without training, or a directory the run writes is read-only."""
+    """Refuses before anything runs: --overwrite without training, a directory the run writes that is read-only
+    or holds files official-bert did not write (`owned_files`)."""
     if config.overwrite and not config.do_train:
         raise ValueError("--overwrite deletes an earlier run to train again; it needs --do_train")
+    if config.keep_checkpoints < 1:
+        raise ValueError(f"--keep_checkpoints={config.keep_checkpoints}: at least the last checkpoint is kept (a "
+                         "restarted run resumes from it)")
+    evaluates = config.do_eval or config.do_predict
+    if config.do_train or (evaluates and not config.output_dir):
+        owned_files.check_writable_here(config.model_dir, "--model_dir")
+    if evaluates and config.output_dir:
+        owned_files.check_writable_here(config.output_dir, "--output_dir")
     if config.do_train and not _writable(config.model_dir):
         raise ValueError(f"--model_dir={config.model_dir} cannot be written (read-only)")
     results_dir = config.output_dir or config.model_dir
@@ -428,7 +450,8 @@ def _train_evaluate_predict(task, context, train_data):
 
     if config.do_train:
         training.fit_resumable(model, make_dataset, total_steps, config.model_dir, config.train_batch_size,
-                               checkpoint_steps=config.checkpoint_steps, write_dir=context.out_dir,
+                               checkpoint_steps=config.checkpoint_steps, max_checkpoints=config.keep_checkpoints,
+                               write_dir=context.out_dir,
                                **task.fit_options(total_steps))
         task.save(model, context)
     elif not finished and not init:
@@ -443,7 +466,7 @@ def _train_evaluate_predict(task, context, train_data):
         os.makedirs(context.results_dir, exist_ok=True)
     results = task.evaluate(model, context) if config.do_eval else None
     if results is not None:
-        model_dirs.write_json(os.path.join(context.results_dir, "eval_results.json"), results)
+        model_dirs.write_json(owned_files.claim(context.results_dir, "eval_results.json"), results)
         if context.is_chief:
             print(task.describe_results(results))
     if config.do_predict:

@@ -9,12 +9,17 @@ with the same weights as an unbroken one.
 
 import logging
 import os
+import re
+import shutil
+import signal
 import sys
+import threading
 import time
 
 import keras
 import tensorflow as tf
 
+from official_bert import owned_files
 from official_bert.model_dir import write_json
 
 logger = logging.getLogger(__name__)
@@ -173,13 +178,86 @@ class StepCheckpoint(keras.callbacks.Callback):
             self.manager.save(checkpoint_number=step)
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped training between two steps (after the step's checkpoint, if one was due); the message says
+    where and how to resume."""
+
+
+class StopOnInterrupt(keras.callbacks.Callback):
+    """Turns Ctrl-C (SIGINT) into a stop between two steps, so it never lands inside a checkpoint write: the step
+    running finishes (with its checkpoint, when one is due: put this callback after `StepCheckpoint`), then
+    `TrainingInterrupted` is raised. A second Ctrl-C stops at once. Active only in the main thread.
+
+    Args:
+        manager: the run's `tf.train.CheckpointManager` (for the message).
+        optimizer: the optimizer, whose `iterations` is the global step.
+        total_steps: steps of the whole run.
+    """
+
+    def __init__(self, manager, optimizer, total_steps):
+        super().__init__()
+        self.manager = manager
+        self.optimizer = optimizer
+        self.total_steps = total_steps
+        self._interrupted = False
+        self._previous_handler = None
+
+    def _handle(self, signum, frame):
+        if self._interrupted:  # a second Ctrl-C: stop now
+            raise KeyboardInterrupt
+        self._interrupted = True
+
+    def on_train_begin(self, logs=None):
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGINT, self._handle)
+
+    def on_train_end(self, logs=None):
+        self._restore()
+
+    def _restore(self):
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGINT, self._previous_handler)
+            self._previous_handler = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self._interrupted:
+            return
+        self._restore()
+        step = int(self.optimizer.iterations.numpy())
+        latest = self.manager.latest_checkpoint
+        raise TrainingInterrupted(f"interrupted at step {step} of {self.total_steps}; last checkpoint: "
+                                  f"{latest or 'none (the run starts over)'}; run the same command to resume")
+
+
+# TensorFlow writes a checkpoint's shards into `ckpt-<n>_temp` (and names like it) and renames them when complete.
+_CHECKPOINT_TEMP = re.compile(r"_temp")
+
+
+def remove_dead_checkpoint_temps(checkpoint_dir):
+    """Removes what a killed run left of a checkpoint it was writing (`ckpt-<n>_temp`...), and says so. Call it
+    only where no other run writes (under the model_dir's lock)."""
+    if not os.path.isdir(checkpoint_dir):
+        return []
+    removed = sorted(name for name in os.listdir(checkpoint_dir) if _CHECKPOINT_TEMP.search(name))
+    for name in removed:
+        path = os.path.join(checkpoint_dir, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    if removed:
+        logger.info("Removed %s in %s, left by a run that was killed while writing a checkpoint", ", ".join(removed),
+                    checkpoint_dir)
+    return removed
+
+
 def _seed_states(model):
     """The dropout seed-generator states, so dropout masks continue exactly after a resume."""
     return {f"seed_{i}": v for i, v in enumerate(v for v in model.variables if "seed_generator" in v.path)}
 
 
 def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, checkpoint_steps=1000,
-                  max_checkpoints=3, callbacks=(), verbose=1, write_dir=None):
+                  max_checkpoints=1, callbacks=(), verbose=1, write_dir=None):
     """Trains `model` (already compiled) for `total_steps` steps, resuming from `<model_dir>/checkpoints/`.
 
     Args:
@@ -190,7 +268,7 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         model_dir: run directory; checkpoints go to `<model_dir>/checkpoints`, TensorBoard logs to `<model_dir>/logs`.
         batch_size: global batch size (for examples/second).
         checkpoint_steps: steps between checkpoints.
-        max_checkpoints: how many recent checkpoints to keep.
+        max_checkpoints: how many recent checkpoints to keep (the resume point is the last).
         callbacks: extra Keras callbacks.
         verbose: 1 = progress: Keras' bar on a terminal, a `ProgressLog` line every 20 steps otherwise; 0 = none.
         write_dir: where this process writes checkpoints, logs and `train_results.json` (default: `model_dir`).
@@ -204,7 +282,8 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         optimizer.build(model.trainable_variables)
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
         write_dir = write_dir or model_dir
-        manager = tf.train.CheckpointManager(checkpoint, os.path.join(write_dir, "checkpoints"),
+        remove_dead_checkpoint_temps(os.path.join(write_dir, "checkpoints"))
+        manager = tf.train.CheckpointManager(checkpoint, owned_files.claim(write_dir, "checkpoints"),
                                              max_to_keep=max_checkpoints)
         latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
         if latest:
@@ -219,12 +298,13 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
         callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]
     all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps),
-                     keras.callbacks.TensorBoard(os.path.join(write_dir, "logs"), update_freq=100), *callbacks]
+                     StopOnInterrupt(manager, optimizer, total_steps),
+                     keras.callbacks.TensorBoard(owned_files.claim(write_dir, "logs"), update_freq=100), *callbacks]
     start = time.perf_counter()
     history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
                         shuffle=False, verbose=verbose if to_terminal else 0)
     results = {"steps": total_steps - done, "seconds": time.perf_counter() - start, "batch_size": batch_size,
                "final_loss": float(history.history["loss"][-1]), **throughput.summary()}
-    write_json(os.path.join(write_dir, "train_results.json"), results)
+    write_json(owned_files.claim(write_dir, "train_results.json"), results)
     return results
 

@@ -35,6 +35,7 @@ RUN_FLAGS = {
     "distribution_strategy": ("enum", "one_device", "tf.distribute strategy.", _STRATEGIES),
     "tpu": ("string", None, "TPU address for --distribution_strategy=tpu (name or grpc://...; '' = local)."),
     "checkpoint_steps": ("integer", 500, "Steps between checkpoints (a restarted run resumes there)."),
+    "keep_checkpoints": ("integer", 1, "Checkpoints kept (the latest ones; a restarted run resumes from the last)."),
     "seed": ("integer", 42, "Seed for initialisation, shuffling and dropout."),
     "deterministic": ("boolean", False, "TensorFlow op determinism: a rerun, or a resumed run, ends with "
                       "bit-identical weights (README: what it costs)."),

@@ -47,6 +47,7 @@ flags.DEFINE_integer("importance_examples", 256, "Evaluation examples (GLUE dev 
 
 def main(argv):
     from official_bert import model_dir as model_dirs
+    from official_bert import owned_files
     from official_bert.compression.pruning import (head_importance, heads_to_prune, layer_importance, layers_to_keep,
                                                    pruned_config)
     from official_bert.compression.student import student_config
@@ -96,7 +97,7 @@ def main(argv):
         settings["pruned_heads"] = pruned_heads
     run(DistillationTask(task, FLAGS.teacher, **settings), distill.student_run_config(loaded.max_seq_length))
     if importance:
-        model_dirs.write_json(f"{FLAGS.model_dir}/importance.json", importance)
+        model_dirs.write_json(owned_files.claim(FLAGS.model_dir, "importance.json"), importance)
 
 
 def _check_something_is_pruned(cuts_layers, depth):

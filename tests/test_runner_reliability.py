@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from official_bert.model_dir_lock import ModelDirInUseError, ModelDirLock
+from official_bert.owned_files import RECORD_FILE
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.squad import SquadTask
@@ -115,7 +116,7 @@ def test_a_model_dir_in_use_stops_a_second_run_naming_the_holder(shared_data, ti
     finally:
         holder.kill()
         holder.wait()
-    assert sorted(p.name for p in model_dir.iterdir()) == ["run.lock"]  # the second run wrote nothing
+    assert sorted(p.name for p in model_dir.iterdir()) == [RECORD_FILE, "run.lock"]  # the second run wrote nothing
     with ModelDirLock(str(model_dir)):  # a killed holder's lock is free at once (the system releases it)
         pass
 
@@ -164,14 +165,60 @@ def test_a_killed_run_is_not_resumed_on_other_data(shared_data, tiny_checkpoint,
         run(_task(_mrpc(shared_data, tmp_path / "other", train_rows=20)), _config(model_dir, tiny_checkpoint))
 
 
-def test_overwrite_refuses_a_directory_that_is_not_a_model_dir(shared_data, tiny_checkpoint, tmp_path):
-    model_dir = tmp_path / "mine"
-    model_dir.mkdir()
-    (model_dir / "notes.txt").write_text("keep me")
-    with pytest.raises(ValueError, match="not a model_dir of ours, so nothing was deleted"):
-        from official_bert.run_record import clear_earlier_run
-        clear_earlier_run(str(model_dir))
-    assert (model_dir / "notes.txt").read_text() == "keep me"
+def test_a_training_run_refuses_a_directory_holding_a_users_files(shared_data, tiny_checkpoint, tmp_path):
+    """The new-user probe's data loss: a run into $HOME-like directory, then --overwrite, deleted everything."""
+    mine = tmp_path / "mine"
+    (mine / "Documents").mkdir(parents=True)
+    (mine / "Documents" / "thesis.txt").write_text("my thesis")
+    data = _mrpc(shared_data, tmp_path / "data")
+    for overwrite in (False, True):
+        with pytest.raises(ValueError, match=r"--model_dir=.*mine holds files official-bert did not write "
+                                             r"\(Documents\); .*pass another --model_dir, or move those files"):
+            run(_task(data), _config(mine, tiny_checkpoint, overwrite=overwrite))
+    assert sorted(p.name for p in mine.rglob("*")) == ["Documents", "thesis.txt"]  # nothing written
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "eval_results.json").write_text("a user's file of that name")
+    model_dir = tmp_path / "run"
+    run(_task(data), _config(model_dir, tiny_checkpoint, do_eval=False))
+    with pytest.raises(ValueError, match=r"--output_dir=.*results holds files official-bert did not write "
+                                         r"\(eval_results.json\)"):
+        run(_task(data), _config(model_dir, tiny_checkpoint, do_train=False, output_dir=str(out)))
+    assert (out / "eval_results.json").read_text() == "a user's file of that name"
+
+
+def test_overwrite_deletes_only_what_the_library_wrote(shared_data, tiny_checkpoint, tmp_path):
+    from official_bert.owned_files import recorded
+
+    model_dir, outside = tmp_path / "run", tmp_path / "users"
+    outside.mkdir()
+    (outside / "thesis.txt").write_text("my thesis")
+    (tmp_path / "beside.txt").write_text("beside the model_dir")
+    data = _mrpc(shared_data, tmp_path / "data")
+    run(_task(data), _config(model_dir, tiny_checkpoint, do_predict=True))
+    entries = {p.name for p in model_dir.iterdir()} - {RECORD_FILE}
+    assert entries == recorded(str(model_dir))  # every entry the run made was recorded
+    assert {"task.json", "checkpoints", "model.weights.h5", "encoder", "predictions", "run.lock"} <= entries
+    (model_dir / "checkpoints" / "users").symlink_to(outside)  # a link inside a folder of ours: removed, not followed
+    run(_task(data), _config(model_dir, tiny_checkpoint, num_train_steps=3, overwrite=True))
+    assert json.loads((model_dir / "train_results.json").read_text())["steps"] == 3  # trained from the start
+    assert not (model_dir / "predictions").exists()
+    assert (outside / "thesis.txt").read_text() == "my thesis"
+    assert (tmp_path / "beside.txt").read_text() == "beside the model_dir"
+
+
+def test_a_finished_run_keeps_one_checkpoint_and_weights_without_optimizer_state(shared_data, tiny_checkpoint,
+                                                                                tmp_path):
+    model_dir = tmp_path / "run"
+    run(_task(_mrpc(shared_data, tmp_path / "data")), _config(model_dir, tiny_checkpoint, num_train_steps=3,
+                                                               do_eval=False))
+    assert sorted(p.name for p in (model_dir / "checkpoints").iterdir()) == [
+        "checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index"]
+    with h5py.File(model_dir / "model.weights.h5", "r") as f:
+        assert "optimizer" not in f and "layers" in f
+    with pytest.raises(ValueError, match="--keep_checkpoints=0: at least the last checkpoint is kept"):
+        run(_task(_mrpc(shared_data, tmp_path / "data")), _config(tmp_path / "other", tiny_checkpoint,
+                                                                   keep_checkpoints=0))
 
 
 # 4. A failed run does not block its corrected retry.

@@ -41,6 +41,9 @@ __all__ = ["SquadPredictions", "postprocess", "write_predictions"]
 
 logger = logging.getLogger(__name__)
 
+# What `write_predictions` writes (null_odds.json: SQuAD 2.0 only).
+PREDICTION_FILES = ("predictions.json", "nbest_predictions.json", "null_odds.json")
+
 
 @dataclasses.dataclass
 class SquadPredictions:
@@ -212,9 +215,9 @@ def write_predictions(predictions: SquadPredictions, output_dir) -> None:
         output_dir: the directory (created when missing).
     """
     os.makedirs(output_dir, exist_ok=True)
-    files = [("predictions.json", predictions.predictions), ("nbest_predictions.json", predictions.nbest)]
-    if predictions.null_odds is not None:
-        files.append(("null_odds.json", predictions.null_odds))
+    files = list(zip(PREDICTION_FILES, (predictions.predictions, predictions.nbest, predictions.null_odds)))
+    if predictions.null_odds is None:
+        files.pop()
     for name, values in files:
         with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
             f.write(json.dumps(values, indent=4) + "\n")

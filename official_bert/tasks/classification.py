@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ class ClassificationTask(Task):
     def predict(self, model, context):
         """GLUE submission TSVs (`index`, `prediction`) for every test split, in `predictions/`."""
         task = self.glue_task
-        os.makedirs(os.path.join(context.results_dir, "predictions"), exist_ok=True)
+        os.makedirs(owned_files.claim(context.results_dir, "predictions"), exist_ok=True)
         for split in task.test_splits:
             examples = self.read_split(split)
             predictions = self._predict(model, context, examples)

@@ -11,6 +11,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert.tasks.base import Task
 
 logger = logging.getLogger(__name__)
@@ -214,7 +215,7 @@ class DistillationTask(Task):
         self.task.save(model.student, context)
         if self.target_sparsity:
             report = sparsity_report(model.student)
-            model_dirs.write_json(os.path.join(context.out_dir, "sparsity.json"), report)
+            model_dirs.write_json(owned_files.claim(context.out_dir, "sparsity.json"), report)
             logger.info("Sparsity of the transformer kernels: %.3f (per kernel: sparsity.json)", report["total"])
 
     def evaluate(self, model, context):

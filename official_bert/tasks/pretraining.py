@@ -5,6 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert.tasks.base import TOKENIZER_KINDS, Task
 
 logger = logging.getLogger(__name__)
@@ -225,7 +226,7 @@ class PretrainingTask(Task):
         from official_bert.checkpoints import save_pretrainer
 
         super().save(model, context)
-        pretrainer_dir = os.path.join(context.out_dir, model_dirs.PRETRAINER_DIR)
+        pretrainer_dir = owned_files.claim(context.out_dir, model_dirs.PRETRAINER_DIR)
         save_pretrainer(model, pretrainer_dir, vocab_file=context.vocab_file, overwrite=True)
         model_dirs.write_tokenizer_config(pretrainer_dir, context.lower_case, context.vocab_file)
 

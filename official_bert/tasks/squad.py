@@ -3,6 +3,7 @@
 import logging
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class SquadTask(Task):
     def _predict_and_score(self, model, context):
         """Writes the predictions of the predict split; returns the official figures when it has gold answers."""
         from official_bert.data.squad import has_gold_answers, squad_articles, squad_dataset
-        from official_bert.data.squad_postprocessing import postprocess, write_predictions
+        from official_bert.data.squad_postprocessing import PREDICTION_FILES, postprocess, write_predictions
         from official_bert.metrics.squad import evaluate
 
         examples = self.predictions_of
@@ -145,6 +146,8 @@ class SquadTask(Task):
                                   n_best_size=self.n_best_size, max_answer_length=self.max_answer_length,
                                   version_2_with_negative=self.version_2_with_negative,
                                   null_score_diff_threshold=self.null_score_diff_threshold)
+        for name in PREDICTION_FILES:
+            owned_files.claim(context.results_dir, name)
         write_predictions(predictions, context.results_dir)
         logger.info("Wrote predictions of %d questions to %s", len(predictions.predictions), context.results_dir)
         if not has_gold_answers(examples):

@@ -5,6 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
+from official_bert import owned_files
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
 from official_bert.text_files import read_lines
 
@@ -149,7 +150,7 @@ class TaggingTask(Task):
         """`predictions/<split>.txt` (word, gold, predicted tag per line) and, with a predict_text_file,
         `predictions/<name>.jsonl` (the entities of each line)."""
         tagger = self._tagger(model, context)
-        path = os.path.join(context.results_dir, "predictions", f"{self.eval_split}.txt")
+        path = os.path.join(owned_files.claim(context.results_dir, "predictions"), f"{self.eval_split}.txt")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         predicted = self._predicted_tags(tagger)
         with open(path, "w", encoding="utf-8") as f:
@@ -163,7 +164,7 @@ class TaggingTask(Task):
     def _write_text_predictions(self, tagger, out_dir):
         texts = self._predict_texts()
         name = os.path.splitext(os.path.basename(self.predict_text_file))[0]
-        path = os.path.join(out_dir, "predictions", f"{name}.jsonl")
+        path = os.path.join(owned_files.claim(out_dir, "predictions"), f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for text, entities in zip(texts, tagger(texts)):
                 f.write(json.dumps({"text": text, "entities": entities}, ensure_ascii=False) + "\n")

@@ -140,6 +140,17 @@ def is_sentencepiece_model_file(vocab_file) -> bool:
     return str(vocab_file).endswith(".model")
 
 
+def tokenizer_file_names(tokens):
+    """The names of the files `write_tokenizer_files` writes for `tokens` (none for None)."""
+    if tokens is None:
+        return ()
+    if isinstance(tokens, SentencepieceVocab):
+        return (SENTENCEPIECE_FILE,)
+    if isinstance(tokens, BpeVocab):
+        return tuple(BPE_FILES)
+    return ("vocab.txt",)
+
+
 def write_tokenizer_files(tokens, directory) -> str:
     """Writes a model's tokenizer files into `directory`: `vocab.txt` from a list of tokens, a `BpeVocab`'s
     `vocab.json` + `merges.txt`, or a `SentencepieceVocab`'s `spiece.model`. Returns the path that

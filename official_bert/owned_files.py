@@ -1,0 +1,157 @@
+"""What official-bert wrote in a directory, recorded before it is written, so that nothing else is ever deleted.
+
+Every directory official-bert writes into (a model_dir, an `--output_dir`, an export base directory) holds
+`.official_bert_files.json`: the names of the entries official-bert made there, each recorded *before* it is
+made, so a run killed at any moment leaves nothing unrecorded. A recorded folder is ours whole (official-bert
+made it and writes only there). The rules every writer keeps:
+
+- `check_writable_here(directory, flag)`: before a run writes anything, a directory that holds an entry it did
+  not record is refused, naming a few of those entries (`ForeignFilesError`). An empty or missing directory is
+  fine.
+- `claim(directory, name)`: records `name` and returns its path; call it before creating the entry.
+- `remove_ours(directory)`: deletes the recorded entries (for `--overwrite`); a symbolic link is removed, never
+  followed, and everything else stays.
+
+A model_dir written by an official-bert older than this record (a task.json, no record) is adopted once: the
+entries with the names those versions wrote are recorded as ours; anything else there stays foreign.
+
+Examples:
+
+>>> check_writable_here("out/mrpc", "--model_dir")  # ForeignFilesError if out/mrpc holds a file we did not write
+>>> path = claim("out/mrpc", "eval_results.json")
+"""
+
+import json
+import logging
+import os
+import shutil
+
+logger = logging.getLogger(__name__)
+
+RECORD_FILE = ".official_bert_files.json"
+# What official-bert versions before RECORD_FILE wrote in a model_dir (only to adopt such a model_dir).
+_LEGACY_MODEL_DIR_NAMES = frozenset([
+    "task.json", "bert_config.json", "vocab.txt", "vocab.json", "merges.txt", "spiece.model", "run.json",
+    "run.lock", "checkpoints", "logs", "train_results.json", "model.weights.h5", "encoder", "pretrainer",
+    "eval_results.json", "predictions", "predictions.json", "nbest_predictions.json", "null_odds.json",
+    "sparsity.json", "importance.json"])
+_SHOWN = 5  # foreign entries named in an error
+
+
+class ForeignFilesError(ValueError):
+    """A directory a run would write into holds entries official-bert did not write (the message names them)."""
+
+
+def _record_path(directory):
+    return os.path.join(directory, RECORD_FILE)
+
+
+def recorded(directory):
+    """The names official-bert recorded in `directory` (an empty set when it has no record)."""
+    try:
+        with open(_record_path(directory), encoding="utf-8") as f:
+            return set(json.load(f).get("entries", []))
+    except FileNotFoundError:
+        return set()
+    except ValueError as error:
+        raise ValueError(f"{_record_path(directory)}: not a record of official-bert's ({error}); delete it only "
+                         "if you know which files in that directory are official-bert's") from None
+
+
+def _write_record(directory, names):
+    path = _record_path(directory)
+    staging = path + ".tmp"
+    with open(staging, "w", encoding="utf-8") as f:
+        json.dump({"written_by": "official-bert", "entries": sorted(names)}, f, indent=1)
+        f.write("\n")
+    os.replace(staging, path)  # atomic: a reader sees the old record or the new one
+
+
+def claim(directory, name):
+    """Records the entry `name` of `directory` as official-bert's (creating the directory) and returns its path.
+
+    Call it before creating the entry. `name` is one entry (a file or folder name), not a path inside one.
+    """
+    if not name or os.sep in name or name in (".", ".."):
+        raise ValueError(f"claim takes one entry of {directory}, got {name!r}")
+    os.makedirs(directory, exist_ok=True)
+    names = recorded(directory)
+    if name not in names:
+        _write_record(directory, names | {name})
+    return os.path.join(directory, name)
+
+
+def forget(directory, name):
+    """Drops `name` from the record (an entry that is gone, e.g. a staging folder renamed into place)."""
+    names = recorded(directory)
+    if name in names:
+        _write_record(directory, names - {name})
+
+
+def _adopt_legacy_model_dir(directory, entries):
+    """A model_dir of an older official-bert (task.json, no record): records its entries with our names."""
+    if "task.json" not in entries or os.path.isfile(_record_path(directory)):
+        return
+    ours = sorted(name for name in entries if name in _LEGACY_MODEL_DIR_NAMES)
+    _write_record(directory, set(ours))
+    logger.info("%s: a model_dir of an older official-bert; recorded its files as official-bert's: %s", directory,
+                ", ".join(ours))
+
+
+def foreign_entries(directory, allowed=lambda name: False):
+    """The entries of `directory` that official-bert did not record (sorted), besides those `allowed(name)`
+    accepts."""
+    if not os.path.isdir(directory):
+        return []
+    entries = os.listdir(directory)
+    _adopt_legacy_model_dir(directory, entries)
+    ours = recorded(directory) | {RECORD_FILE, RECORD_FILE + ".tmp"}
+    return sorted(name for name in entries if name not in ours and not allowed(name))
+
+
+def check_writable_here(directory, flag, allowed=lambda name: False):
+    """Refuses, before anything is written, a directory that holds entries official-bert did not write.
+
+    Args:
+        directory: the directory a run or export writes into (missing or empty: fine).
+        flag: the flag that named it, for the message (e.g. "--model_dir").
+        allowed: `f(name) -> bool` for entries that may be there although not ours (e.g. an export base
+            directory's numbered versions).
+
+    Raises:
+        ForeignFilesError: naming up to five such entries and the way out.
+        ValueError: `directory` is a file.
+    """
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ValueError(f"{flag}={directory} is a file, not a directory")
+    foreign = foreign_entries(directory, allowed)
+    if foreign:
+        shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
+        raise ForeignFilesError(f"{flag}={directory} holds files official-bert did not write ({shown}); it writes "
+                                f"only into an empty directory or one of its own: pass another {flag}, or move "
+                                "those files")
+
+
+def _remove(path):
+    """Removes a file, a link (never what it points to) or a folder (whose links inside are removed, not
+    followed)."""
+    if os.path.islink(path) or not os.path.isdir(path):
+        os.remove(path)
+    else:
+        shutil.rmtree(path)
+
+
+def remove_ours(directory, keep=()):
+    """Deletes the entries official-bert recorded in `directory`, except `keep`; returns their names.
+
+    Everything official-bert did not record stays, and so does the record of what is kept.
+    """
+    names = recorded(directory)
+    removed = []
+    for name in sorted(names - set(keep)):
+        path = os.path.join(directory, name)
+        if os.path.lexists(path):
+            _remove(path)
+            removed.append(name)
+    _write_record(directory, names & set(keep))
+    return removed
