@@ -56,3 +56,16 @@ def test_progress_is_logged_as_lines_when_output_is_not_a_terminal(tiny_config, 
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert [line.split()[1] for line in lines] == ["20/25", "25/25"]
     assert all("loss" in line for line in lines)
+
+
+def test_a_killed_runs_checkpoint_temporaries_are_removed_and_named(tmp_path, caplog):
+    from official_bert.training import remove_dead_checkpoint_temps
+
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "ckpt-8_temp").mkdir(parents=True)
+    (checkpoints / "ckpt-8_temp" / "part-00000-of-00001.data-00000-of-00001").write_text("half")
+    (checkpoints / "ckpt-4.index").write_text("kept")
+    with caplog.at_level(logging.INFO, logger="official_bert.training"):
+        assert remove_dead_checkpoint_temps(str(checkpoints)) == ["ckpt-8_temp"]
+    assert [p.name for p in checkpoints.iterdir()] == ["ckpt-4.index"]
+    assert "Removed ckpt-8_temp" in caplog.text and "killed while writing a checkpoint" in caplog.text
