@@ -72,8 +72,8 @@ def resolve_layers(layers: Sequence[int], num_layers: int) -> List[int]:
         position = index if index >= 0 else num_layers + 1 + index
         if position in spelled:
             twice = (f"layer index {index} is given twice" if spelled[position] == index else
-                     f"layer indices {spelled[position]} and {index} both name layer {position} of a {num_layers}-layer "
-                     "model (0 = embeddings, -1 = the last block)")
+                     f"layer indices {spelled[position]} and {index} both name layer {position} of a "
+                     f"{num_layers}-layer model (0 = embeddings, -1 = the last block)")
             raise ValueError(f"{twice}; name each layer once")
         spelled[position] = index
         positions.append(position)

@@ -74,14 +74,15 @@ def answers(classifier_dir, ner_dir, tiny_checkpoint, vocab_file, tmp_path_facto
 def test_every_warmup_request_and_raw_text_is_answered_as_tf_saved_model_load_answers(answers, kind, precision):
     result = answers["answers"][f"{kind}_{precision}"]
     assert result["errors"] == []
-    # One warm-up request per signature, then the raw texts.
-    assert result["requests"] == ["serving_default", "serve_examples", "serve_tokens", "serving_default"]
+    # One warm-up request per signature (the encoder's `embed` too), then the raw texts.
+    signatures = ["serving_default", "serve_examples", "serve_tokens"] + (["embed"] if kind == "encoder" else [])
+    assert result["requests"] == signatures + ["serving_default"]
     outputs = result["outputs"]
     session_keys = sorted(k for k in outputs if "/session/" in k)
     assert session_keys == sorted(k.replace("/eager/", "/session/") for k in outputs if "/eager/" in k)
-    for request in range(4):
+    for request in range(len(result["requests"])):
         assert any(k.startswith(f"{request}/") for k in session_keys)  # every request gave outputs
-    assert outputs["3/serving_default/session/truncated"].shape == (len(RAW_TEXTS),)
+    assert outputs[f"{len(signatures)}/serving_default/session/truncated"].shape == (len(RAW_TEXTS),)
     for key in session_keys:
         session, eager = outputs[key], outputs[key.replace("/session/", "/eager/")]
         assert session.dtype == eager.dtype and session.shape == eager.shape, key
