@@ -30,9 +30,7 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
     if labels is not None:
         labels = np.asarray(labels)
         columns["label"] = labels.astype("float32" if labels.dtype.kind == "f" else "int32")
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if is_training:
-        dataset = repeat_shuffled(dataset, len(text_a), seed)
+    dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
     def pack(batch):

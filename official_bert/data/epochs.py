@@ -5,25 +5,36 @@ generator that every iterator of the dataset shares. Keras makes an iterator to 
 the one it trains on, and that iterator's prefetching thread runs on into the next epochs, advancing the shared
 generator as far as it got: on a training set of a few batches an epoch, the orders a run trained on depended on
 thread timing, and a resumed `--deterministic` run trained on other batches than the unbroken one (issue 42).
-Here each epoch is a shuffle of its own, seeded from the run's seed and the epoch number, so any iterator, started
-anywhere, sees the same stream.
+Here each epoch's order is a stateless permutation of (seed, epoch), so any iterator, started anywhere, sees the
+same stream, whatever TensorFlow's global seed.
 """
 
+import numpy as np
 import tensorflow as tf
 
-# Epoch e of a run seeded s is shuffled with the op seed s * _EPOCH_STRIDE + e (distinct for e < _EPOCH_STRIDE).
-_EPOCH_STRIDE = 1_000_003
 
-
-def repeat_shuffled(dataset, size, seed):
-    """`dataset` repeated forever, each epoch in its own order: a function of `seed` and the epoch number only.
+def repeat_shuffled(elements, seed):
+    """The rows of `elements`, repeated forever, each epoch in its own order: a function of `seed` and the epoch
+    number only.
 
     Args:
-        dataset: a finite `tf.data.Dataset` of `size` elements.
-        size: its number of elements (the shuffle buffer: a full shuffle).
+        elements: an array (a list is one), or a dict or tuple of arrays with the same first dimension (the
+            rows), as `tf.data.Dataset.from_tensor_slices` takes.
         seed: the run's seed (int).
-    """
-    def epoch(number):  # int64 scalar
-        return dataset.shuffle(size, seed=seed * _EPOCH_STRIDE + number, reshuffle_each_iteration=False)
 
-    return tf.data.Dataset.counter().flat_map(epoch)
+    Returns:
+        A `tf.data.Dataset` of rows, as `from_tensor_slices(elements)` gives them.
+    """
+    if isinstance(elements, list):
+        elements = np.asarray(elements)
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, elements)
+    size = tf.shape(tf.nest.flatten(tensors)[0], out_type=tf.int64)[0]
+
+    def epoch_order(number):  # (rows,) int64: epoch `number`'s permutation
+        key = tf.stack([tf.constant(seed, tf.int64), number])
+        return tf.data.Dataset.from_tensor_slices(tf.random.experimental.stateless_shuffle(tf.range(size), key))
+
+    def row(index):
+        return tf.nest.map_structure(lambda values: tf.gather(values, index), tensors)
+
+    return tf.data.Dataset.counter().flat_map(epoch_order).map(row)

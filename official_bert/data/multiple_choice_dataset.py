@@ -75,9 +75,7 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
     columns = {"context": np.asarray(contexts, dtype=object), "choices": padded_choices(choices)}
     if labels is not None:
         columns["label"] = np.asarray(labels).astype("int32")
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if is_training:
-        dataset = repeat_shuffled(dataset, len(contexts), seed)
+    dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
     def pack(batch):

@@ -50,20 +50,18 @@ def pretraining_dataset(file_patterns, batch_size, max_seq_length, max_predictio
     files = expand_file_patterns(file_patterns)
     if tf.executing_eagerly() and not check_record_file(files[0], max_seq_length, max_predictions_per_seq):
         logger.warning("%s holds no record", files[0])
-    dataset = tf.data.Dataset.from_tensor_slices(files)
     shard_records = False
     if input_context is not None and input_context.num_input_pipelines > 1:
         pipelines, index = input_context.num_input_pipelines, input_context.input_pipeline_id
         if len(files) >= pipelines:
-            dataset = dataset.shard(pipelines, index)
             if len(files) % pipelines:
                 logger.warning("%d files over %d input pipelines: some read one file more", len(files), pipelines)
+            files = files[index::pipelines]  # this pipeline's share, as Dataset.shard(pipelines, index)
         else:
             shard_records = True
             logger.warning("%d files for %d input pipelines: sharding records instead (each pipeline reads all "
                            "files); write at least as many files (--num_output_shards)", len(files), pipelines)
-    if is_training:
-        dataset = repeat_shuffled(dataset, len(files), seed)
+    dataset = repeat_shuffled(files, seed) if is_training else tf.data.Dataset.from_tensor_slices(files)
     dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=min(cycle_length, len(files)),
                                  num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if shard_records:

@@ -475,8 +475,7 @@ def squad_dataset(features: SquadFeatures, batch_size: int, is_training: bool, s
         if features.start_positions is None:
             raise ValueError("training needs features built with is_training=True")
         labels = {"start_logits": features.start_positions, "end_logits": features.end_positions}
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
-        dataset = repeat_shuffled(dataset, len(features), seed)
+        dataset = repeat_shuffled((inputs, labels), seed)
     else:
         dataset = tf.data.Dataset.from_tensor_slices(inputs)
     return dataset.batch(batch_size, drop_remainder=is_training).prefetch(tf.data.AUTOTUNE)

@@ -254,8 +254,7 @@ def tagging_dataset(windows: TaggingWindows, batch_size: int, is_training: bool,
     if is_training:
         if windows.labels is None:
             raise ValueError("training needs labeled windows")
-        dataset = tf.data.Dataset.from_tensor_slices((features, windows.labels))
-        dataset = repeat_shuffled(dataset, len(windows), seed)
+        dataset = repeat_shuffled((features, windows.labels), seed)
         return trim_batch_padding(dataset.batch(batch_size, drop_remainder=True), length_multiple,
                                   sequence_labels=True).prefetch(tf.data.AUTOTUNE)
     dataset = tf.data.Dataset.from_tensor_slices(features)
