@@ -278,11 +278,14 @@ def save_trained(model, out_dir, vocab_file, lower_case):
     casing) in `out_dir`."""
     from official_bert.checkpoints import save_encoder
 
-    optimizer, model.optimizer = model.optimizer, None  # Keras saves a compiled model's optimizer with its weights
+    optimizer = getattr(model, "optimizer", None)  # Keras saves a compiled model's optimizer with its weights
+    if optimizer is not None:
+        model.optimizer = None
     try:
         model.save_weights(owned_files.claim(out_dir, model_dirs.WEIGHTS_FILE), overwrite=True)
     finally:
-        model.optimizer = optimizer
+        if optimizer is not None:
+            model.optimizer = optimizer
     encoder_dir = owned_files.claim(out_dir, model_dirs.ENCODER_DIR)
     save_encoder(model.encoder, encoder_dir, vocab_file=vocab_file, overwrite=True)
     model_dirs.write_tokenizer_config(encoder_dir, lower_case, vocab_file)
@@ -390,7 +393,7 @@ def run(task, config):
                          "reads")
     task.bert_config = bert_config
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
-                config.model_dir if is_finished_run(config) else config.init_checkpoint or "from scratch",
+                config.model_dir if is_finished_run(config) else task.model_source(config),
                 bert_config.num_hidden_layers, bert_config.hidden_size, "uncased" if lower_case else "cased",
                 config.max_seq_length)
     task.read_data(config)  # every file it will read, before anything is written

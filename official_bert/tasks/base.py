@@ -63,6 +63,10 @@ class Task:
         """The `BertConfig` the task asks for; None (the default): the init checkpoint's."""
         return None
 
+    def model_source(self, config):
+        """Where the trained model starts from, for the log: the init checkpoint (the default), or "from scratch"."""
+        return config.init_checkpoint or "from scratch"
+
     def validate(self, config):
         """Checks the task's settings against the run's (`RunConfig`); raises ValueError naming the flag.
         Called before anything is read or written."""

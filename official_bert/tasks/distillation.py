@@ -96,6 +96,9 @@ class DistillationTask(Task):
         self._num_train_examples = None  # set by train_dataset, for the teacher cache
         self._distiller = None  # built by build_model; the pruning callback needs its student
 
+    def model_source(self, config):
+        return f"a student of {self.teacher_dir}"
+
     def model_config(self):
         return self.student_bert_config
 

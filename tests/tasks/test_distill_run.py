@@ -48,6 +48,7 @@ def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_di
     student_dir = tmp_path / "student"
     result = _distill(shared_data, teacher_dir, student_dir, "--hidden_weight=0.5", "--attention_weight=0.5")
     assert "eval results:" in result.stdout
+    assert f"Model a student of {teacher_dir}: 2 layers" in result.stderr  # not the teacher's path alone
     assert json.loads((student_dir / "eval_results.json").read_text())["num_examples"] == 408
     settings = json.loads((student_dir / "run.json").read_text())["task"]["distillation"]
     assert settings["student_layers"] == [0, 2] and settings["alpha"] == 0.5
