@@ -146,7 +146,7 @@ def resolve_checkpoint_settings(config, task):
     `config.vocab_file` or the one beside the checkpoint (a task that reads no text may have none).
 
     Raises:
-        ValueError: no init checkpoint where the task needs one, a vocab of another size than the model's, or a
+        ValueError: no init checkpoint where the task needs one, a vocab larger than the model's table, or a
             sequence length over the model's position limit.
     """
     from official_bert.checkpoints import load_config, open_checkpoint
