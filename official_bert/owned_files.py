@@ -120,10 +120,15 @@ def check_writable_here(directory, flag, allowed=lambda name: False):
 
     Raises:
         ForeignFilesError: naming up to five such entries and the way out.
-        ValueError: `directory` is a file.
+        ValueError: `directory`, or the nearest existing directory above it, is a file.
     """
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise ValueError(f"{flag}={directory} is a file, not a directory")
+    ancestor = os.path.dirname(os.path.abspath(directory))
+    while not os.path.exists(ancestor):
+        ancestor = os.path.dirname(ancestor)
+    if not os.path.isdir(ancestor):
+        raise ValueError(f"{flag}={directory} cannot be made: {ancestor} is a file, not a directory")
     foreign = foreign_entries(directory, allowed)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")

@@ -33,6 +33,9 @@ def test_a_directory_holding_files_we_did_not_write_is_refused_naming_them(tmp_p
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="is a file, not a directory"):
         owned_files.check_writable_here(str(tmp_path / "file"), "--output_dir")
+    with pytest.raises(ValueError, match=f"--output_dir=.*file/results/mrpc cannot be made: {tmp_path / 'file'} is a "
+                                         "file, not a directory"):
+        owned_files.check_writable_here(str(tmp_path / "file" / "results" / "mrpc"), "--output_dir")
 
 
 def test_remove_ours_leaves_everything_else_and_follows_no_link(tmp_path):
