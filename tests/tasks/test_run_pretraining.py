@@ -156,7 +156,8 @@ def test_mirrored_over_two_cpus_gives_the_loss_of_one_device(reference_runs):
     assert "on 1 replica(s), one_device" in log and "on 2 replica(s), mirrored" in log
     losses = _step_losses(log)
     assert [step for step, _ in losses] == list(range(1, 9)) * 2
-    np.testing.assert_allclose([loss for _, loss in losses[8:]], [loss for _, loss in losses[:8]], rtol=1e-5)
+    # the log prints 4 decimals: equal losses may round one unit of the last digit apart
+    np.testing.assert_allclose([loss for _, loss in losses[8:]], [loss for _, loss in losses[:8]], rtol=0, atol=1e-4)
     assert losses[0][1] != pytest.approx(losses[7][1], rel=1e-3), "the weights did not move"
     single, mirrored = _tensors(base / "one_device" / "pretrainer"), _tensors(base / "mirrored" / "pretrainer")
     for name in single:
@@ -212,7 +213,7 @@ def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus,
         logs.append(log)
         processes.append(subprocess.Popen(
             [sys.executable, "-m", "tasks.run_pretraining",
-             *_args(corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+             *_args(corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2", "--keep_checkpoints=2",
                     "--distribution_strategy=multi_worker_mirrored")],
             cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
     try:
