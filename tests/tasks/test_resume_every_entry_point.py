@@ -30,9 +30,9 @@ import time
 import h5py
 import numpy as np
 import pytest
+from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-SEQ, PREDICTIONS, VOCAB = 16, 4, 100  # pre-training records
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,33 +114,9 @@ def _multiple_choice(path, rows):
 
 def _pretraining_corpus(directory):
     """Two shards of 12 pre-training records (Google's feature names; random tokens) and a tiny BERT config."""
-    import tensorflow as tf
-
     directory.mkdir(exist_ok=True)
-    rng = np.random.default_rng(0)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
     for shard in range(2):
-        with tf.io.TFRecordWriter(str(directory / f"train-{shard}.tfrecord")) as writer:
-            for _ in range(12):
-                length = int(rng.integers(8, SEQ + 1))
-                ids = np.zeros(SEQ, np.int64)
-                ids[:length] = rng.integers(5, VOCAB, length)
-                used = int(rng.integers(1, PREDICTIONS + 1))
-                positions = np.zeros(PREDICTIONS, np.int64)
-                positions[:used] = np.sort(rng.choice(np.arange(1, length - 1), used, replace=False))
-                labels = np.zeros(PREDICTIONS, np.int64)
-                labels[:used] = ids[positions[:used]]
-                weights = (np.arange(PREDICTIONS) < used).astype(np.float32)
-                features = {
-                    "input_ids": ints(ids), "input_mask": ints(np.arange(SEQ) < length),
-                    "segment_ids": ints((np.arange(SEQ) >= length // 2) & (np.arange(SEQ) < length)),
-                    "masked_lm_positions": ints(positions), "masked_lm_ids": ints(labels),
-                    "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights.tolist())),
-                    "next_sentence_labels": ints([rng.integers(0, 2)])}
-                writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+        write_records(directory / f"train-{shard}.tfrecord", 12, seed=shard)
     (directory / "config.json").write_text(json.dumps(dict(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=SEQ)))

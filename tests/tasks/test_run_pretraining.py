@@ -13,48 +13,18 @@ import time
 
 import numpy as np
 import pytest
+from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SEQ, PREDICTIONS, VOCAB = 16, 4, 100
-
-
-def _write_records(path, count, seed):
-    """Pre-training records with Google's feature names and types (random tokens; 1 to 4 predictions each, so
-    replicas of a batch hold different numbers of masked tokens)."""
-    import tensorflow as tf
-
-    rng = np.random.default_rng(seed)
-
-    def ints(values):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for _ in range(count):
-            length = int(rng.integers(8, SEQ + 1))
-            ids = np.zeros(SEQ, np.int64)
-            ids[:length] = rng.integers(5, VOCAB, length)
-            used = int(rng.integers(1, PREDICTIONS + 1))
-            positions = np.zeros(PREDICTIONS, np.int64)
-            positions[:used] = np.sort(rng.choice(np.arange(1, length - 1), used, replace=False))
-            labels = np.zeros(PREDICTIONS, np.int64)
-            labels[:used] = ids[positions[:used]]
-            weights = (np.arange(PREDICTIONS) < used).astype(np.float32)
-            features = {"input_ids": ints(ids), "input_mask": ints(np.arange(SEQ) < length),
-                        "segment_ids": ints((np.arange(SEQ) >= length // 2) & (np.arange(SEQ) < length)),
-                        "masked_lm_positions": ints(positions), "masked_lm_ids": ints(labels),
-                        "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=weights.tolist())),
-                        "next_sentence_labels": ints([rng.integers(0, 2)])}
-            writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
-    return path
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """Two training shards, one eval file, and tiny BERT configs (with and without dropout)."""
     root = tmp_path_factory.mktemp("pretraining_corpus")
-    _write_records(root / "train-0.tfrecord", 48, seed=0)
-    _write_records(root / "train-1.tfrecord", 48, seed=1)
-    _write_records(root / "eval.tfrecord", 40, seed=2)
+    write_records(root / "train-0.tfrecord", 48, seed=0)
+    write_records(root / "train-1.tfrecord", 48, seed=1)
+    write_records(root / "eval.tfrecord", 40, seed=2)
     tiny = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                 max_position_embeddings=SEQ)
     (root / "config.json").write_text(json.dumps(tiny))
