@@ -212,9 +212,10 @@ class StopOnInterrupt(keras.callbacks.Callback):
             self._previous_handler = signal.signal(signal.SIGINT, self._handle)
 
     def on_train_end(self, logs=None):
-        self._restore()
+        self.restore_handler()
 
-    def _restore(self):
+    def restore_handler(self):
+        """Puts the SIGINT handler in place before training back (idempotent)."""
         if self._previous_handler is not None:
             signal.signal(signal.SIGINT, self._previous_handler)
             self._previous_handler = None
@@ -222,7 +223,7 @@ class StopOnInterrupt(keras.callbacks.Callback):
     def on_train_batch_end(self, batch, logs=None):
         if not self._interrupted:
             return
-        self._restore()
+        self.restore_handler()
         step = int(self.optimizer.iterations.numpy())
         latest = self.manager.latest_checkpoint
         raise TrainingInterrupted(f"interrupted at step {step} of {self.total_steps}; last checkpoint: "
@@ -297,12 +298,15 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     to_terminal = sys.stdout.isatty()
     if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
         callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]
-    all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps),
-                     StopOnInterrupt(manager, optimizer, total_steps),
+    stop_on_interrupt = StopOnInterrupt(manager, optimizer, total_steps)
+    all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps), stop_on_interrupt,
                      keras.callbacks.TensorBoard(owned_files.claim(write_dir, "logs"), update_freq=100), *callbacks]
     start = time.perf_counter()
-    history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done, callbacks=all_callbacks,
-                        shuffle=False, verbose=verbose if to_terminal else 0)
+    try:
+        history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done,
+                            callbacks=all_callbacks, shuffle=False, verbose=verbose if to_terminal else 0)
+    finally:  # Keras skips on_train_end when fit raises: Ctrl-C must not stay caught after this
+        stop_on_interrupt.restore_handler()
     results = {"steps": total_steps - done, "seconds": time.perf_counter() - start, "batch_size": batch_size,
                "final_loss": float(history.history["loss"][-1]), **throughput.summary()}
     write_json(owned_files.claim(write_dir, "train_results.json"), results)

@@ -69,3 +69,25 @@ def test_a_killed_runs_checkpoint_temporaries_are_removed_and_named(tmp_path, ca
         assert remove_dead_checkpoint_temps(str(checkpoints)) == ["ckpt-8_temp"]
     assert [p.name for p in checkpoints.iterdir()] == ["ckpt-4.index"]
     assert "Removed ckpt-8_temp" in caplog.text and "killed while writing a checkpoint" in caplog.text
+
+
+def test_ctrl_c_is_caught_only_while_training(tiny_config, tmp_path):
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+
+    class Fails(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            assert signal.getsignal(signal.SIGINT) is not before  # caught during training
+            raise RuntimeError("a failing step")
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(1, tiny_config.vocab_size, (8, 10)).astype("int32")
+    features = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    model = BertClassifier(BertEncoder(tiny_config), 2)
+    model.compile(optimizer=create_optimizer(1e-3, 4, 1),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    dataset = tf.data.Dataset.from_tensor_slices((features, np.zeros(8, "int32"))).repeat().batch(4)
+    with pytest.raises(RuntimeError, match="a failing step"):
+        fit_resumable(model, lambda skip: dataset.skip(skip), 4, str(tmp_path), 4, callbacks=[Fails()], verbose=0)
+    assert signal.getsignal(signal.SIGINT) is before  # restored although fit raised
