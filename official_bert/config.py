@@ -51,6 +51,21 @@ _ALBERT_DEFAULTS = dict(vocab_size=30000, embedding_size=128, hidden_size=4096, 
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
 
 
+def read_config_json(path):
+    """The values of a model config file (JSON).
+
+    Raises:
+        FileNotFoundError: no such file; ValueError: not valid JSON (the message names the file).
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"BERT config file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        try:
+            return json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e})") from None
+
+
 @dataclasses.dataclass
 class BertConfig:
     """Hyper-parameters of a BERT encoder (defaults: BERT-Base uncased).
@@ -314,14 +329,7 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path: str) -> "BertConfig":
         """Reads Google's `bert_config.json` or Hugging Face's `config.json`."""
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"BERT config file not found: {path}")
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: not valid JSON ({e})") from None
-        return cls.from_dict(values, source=path)
+        return cls.from_dict(read_config_json(path), source=path)
 
     @classmethod
     def from_preset(cls, name: str) -> "BertConfig":

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 
-from official_bert.config import MODEL_TYPES, BertConfig, is_google_albert
+from official_bert.config import MODEL_TYPES, BertConfig, is_google_albert, read_config_json
 
 logger = logging.getLogger(__name__)
 
@@ -54,13 +54,7 @@ def read_hf_config(path) -> BertConfig:
         FileNotFoundError: no such file; ValueError: invalid JSON or fields, or no `model_type` and no way to tell it.
     """
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"BERT config file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        try:
-            values = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    values = read_config_json(path)
     if isinstance(values, dict) and "model_type" not in values and not is_google_albert(values):
         family, reason = infer_model_type(values, os.path.dirname(path), path)
         if (path, family) not in _logged:
