@@ -26,6 +26,7 @@ import tempfile
 from absl import app, flags
 
 from export.ops import serving_save_options
+from official_bert import owned_files
 
 FLAGS = flags.FLAGS
 
@@ -246,8 +247,6 @@ def remove_dead_staging(export_dir):
     Returns:
         the removed folders' names.
     """
-    from official_bert import owned_files
-
     host, removed = socket.gethostname(), []
     for name in sorted(owned_files.recorded(export_dir)):
         parts = name[len(_STAGING_PREFIX):].split("-") if name.startswith(_STAGING_PREFIX) else []
@@ -279,8 +278,6 @@ def save(module, export_dir, version=None):
     import tensorflow as tf
 
     from export.warmup import WARMUP_FILE, write_warmup_file
-
-    from official_bert import owned_files
 
     owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # any exporter's versions
     remove_dead_staging(export_dir)
@@ -323,8 +320,6 @@ def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None,
            jit_compile=False):
     """Builds and saves the serving module of a model_dir (arguments: `build_module`'s); returns the version
     directory."""
-    from official_bert import owned_files
-
     owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # before the minutes of building
     with tempfile.TemporaryDirectory() as staging_dir:
         module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile)

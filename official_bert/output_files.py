@@ -18,21 +18,27 @@ Examples:
 import contextlib
 import os
 
+from official_bert.text_files import is_remote
 
-def _folder_in_the_way(folder):
+
+def nearest_existing(path):
+    """`path` if it exists, else its nearest existing ancestor (where it would be created); absolute."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def folder_in_the_way(folder):
     """The nearest existing ancestor of `folder` (or `folder` itself) when it is not a folder, else None."""
-    while folder and not os.path.exists(folder):
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
-    return folder if folder and not os.path.isdir(folder) else None
+    existing = nearest_existing(folder)
+    return existing if os.path.exists(existing) and not os.path.isdir(existing) else None
 
 
 def _reason(error, path):
     """Why `error` (an OSError on `path` or its folder) stopped the write, in words."""
     folder = os.path.dirname(os.path.abspath(path))
-    in_the_way = _folder_in_the_way(folder)
+    in_the_way = folder_in_the_way(folder)
     if in_the_way:
         return f"{in_the_way} is a file, not a folder"
     if isinstance(error, IsADirectoryError) or os.path.isdir(path):
@@ -78,7 +84,7 @@ def prepare_output_file(flag, path):
     Raises:
         ValueError: `--flag=path cannot be written: <why>`.
     """
-    if "://" in str(path):
+    if is_remote(path):
         return
     with writing(flag, path):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

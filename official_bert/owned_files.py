@@ -26,6 +26,8 @@ import logging
 import os
 import shutil
 
+from official_bert.output_files import folder_in_the_way
+
 logger = logging.getLogger(__name__)
 
 RECORD_FILE = ".official_bert_files.json"
@@ -124,11 +126,9 @@ def check_writable_here(directory, flag, allowed=lambda name: False):
     """
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise ValueError(f"{flag}={directory} is a file, not a directory")
-    ancestor = os.path.dirname(os.path.abspath(directory))
-    while not os.path.exists(ancestor):
-        ancestor = os.path.dirname(ancestor)
-    if not os.path.isdir(ancestor):
-        raise ValueError(f"{flag}={directory} cannot be made: {ancestor} is a file, not a directory")
+    in_the_way = folder_in_the_way(os.path.dirname(os.path.abspath(directory)))
+    if in_the_way:
+        raise ValueError(f"{flag}={directory} cannot be made: {in_the_way} is a file, not a directory")
     foreign = foreign_entries(directory, allowed)
     if foreign:
         shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
@@ -137,7 +137,7 @@ def check_writable_here(directory, flag, allowed=lambda name: False):
                                 "those files")
 
 
-def _remove(path):
+def remove_entry(path):
     """Removes a file, a link (never what it points to) or a folder (whose links inside are removed, not
     followed)."""
     if os.path.islink(path) or not os.path.isdir(path):
@@ -156,7 +156,7 @@ def remove_ours(directory, keep=()):
     for name in sorted(names - set(keep)):
         path = os.path.join(directory, name)
         if os.path.lexists(path):
-            _remove(path)
+            remove_entry(path)
             removed.append(name)
     _write_record(directory, names & set(keep))
     return removed

@@ -330,9 +330,9 @@ def _compile(model, config, total_steps, warmup_steps, options):
 
 def _writable(path):
     """Whether `path`, or its nearest existing parent (where it would be created), can be written."""
-    while path and not os.path.exists(path):
-        path = os.path.dirname(path)
-    return os.access(path or ".", os.W_OK)
+    from official_bert.output_files import nearest_existing
+
+    return os.access(nearest_existing(path), os.W_OK)
 
 
 def _check_output(config):

@@ -10,7 +10,6 @@ with the same weights as an unbroken one.
 import logging
 import os
 import re
-import shutil
 import signal
 import sys
 import threading
@@ -241,11 +240,7 @@ def remove_dead_checkpoint_temps(checkpoint_dir):
         return []
     removed = sorted(name for name in os.listdir(checkpoint_dir) if _CHECKPOINT_TEMP.search(name))
     for name in removed:
-        path = os.path.join(checkpoint_dir, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
+        owned_files.remove_entry(os.path.join(checkpoint_dir, name))
     if removed:
         logger.info("Removed %s in %s, left by a run that was killed while writing a checkpoint", ", ".join(removed),
                     checkpoint_dir)

@@ -215,9 +215,7 @@ def write_predictions(predictions: SquadPredictions, output_dir) -> None:
         output_dir: the directory (created when missing).
     """
     os.makedirs(output_dir, exist_ok=True)
-    files = list(zip(PREDICTION_FILES, (predictions.predictions, predictions.nbest, predictions.null_odds)))
-    if predictions.null_odds is None:
-        files.pop()
-    for name, values in files:
+    contents = (predictions.predictions, predictions.nbest, predictions.null_odds)
+    for name, values in ((n, v) for n, v in zip(PREDICTION_FILES, contents) if v is not None):
         with open(os.path.join(output_dir, name), "w", encoding="utf-8") as f:
             f.write(json.dumps(values, indent=4) + "\n")
