@@ -14,7 +14,7 @@ def write_classifier_model_dir(path, model, info, vocab_file, seq_length=32):
         seq_length: the run's `max_seq_length`.
     """
     from official_bert import model_dir as model_dirs
-    from official_bert.runner import save_trained
+    from official_bert.run_model_dir import save_trained
 
     model_dirs.write_task_info(str(path), model_dirs.CLASSIFICATION,
                                {**info, "max_seq_length": seq_length, "do_lower_case": True})

@@ -98,9 +98,23 @@ class Task:
         answer lengths and null-score threshold, which export reads); default none."""
         return {}
 
-    def build_model(self, bert_config):
-        """The untrained task model of the kind (a Keras model with an `encoder` attribute)."""
-        return model_dir.build_task_model(self.kind, bert_config, self.task_info())
+    def build_model(self, bert_config, train_on_real_tokens=True):
+        """The untrained task model of the kind (a Keras model with an `encoder` attribute); `train_on_real_tokens`:
+        see `model_dir.build_task_model`."""
+        return model_dir.build_task_model(self.kind, bert_config, self.task_info(),
+                                          train_on_real_tokens=train_on_real_tokens)
+
+    @classmethod
+    def for_teacher(cls, info, flags):
+        """The task of a teacher model_dir (`tasks.distill`, `tasks.prune`), or None (the default) when the kind
+        is not distilled.
+
+        Args:
+            info: the teacher's task.json.
+            flags: the command's data settings, as attributes (`data_dir`, `train_file`, ...: `tasks.distill`'s
+                flags).
+        """
+        return None
 
     def load_initial_weights(self, model, checkpoint):
         """Loads the encoder (and the head when `checkpoint` has it) from a checkpoint directory; returns what
@@ -128,8 +142,8 @@ class Task:
         return config.train_steps(num_examples)
 
     def resumable_stream(self, make_batches, context):
-        """`make_dataset(skip_batches)` for `training.fit_resumable`; default: `runner.resumable_stream`."""
-        from official_bert.runner import resumable_stream
+        """`make_dataset(skip_batches)` for `training.fit_resumable`; default: `run_process.resumable_stream`."""
+        from official_bert.run_process import resumable_stream
 
         return resumable_stream(make_batches, context.strategy, context.config)
 
@@ -142,8 +156,8 @@ class Task:
         return {}
 
     def save(self, model, context):
-        """Writes the trained model into `context.out_dir`; default: `runner.save_trained`."""
-        from official_bert.runner import save_trained
+        """Writes the trained model into `context.out_dir`; default: `run_model_dir.save_trained`."""
+        from official_bert.run_model_dir import save_trained
 
         save_trained(model, context.out_dir, context.vocab_file, context.lower_case)
 

@@ -80,7 +80,7 @@ def test_tagging_and_classification_losses_do_not_change(tiny_config):
 def test_task_training_batches_are_cut_exactly_without_xla(shared_data, tmp_path, jit_compile, multiple):
     """Without XLA a batch is cut to its longest pair (Keras traces the train step once for every length: the
     stream's length dimension is unknown); under XLA, which compiles per shape, to a multiple of 32 pieces."""
-    from official_bert.runner import RunConfig, RunContext
+    from official_bert.run_config import RunConfig, RunContext
     from official_bert.tasks.classification import ClassificationTask
 
     task = ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC"))

@@ -1,0 +1,60 @@
+"""A run's process: seed, determinism, precision and `tf.distribute` strategy, which process writes, and the
+training stream each worker reads under that strategy."""
+
+import tempfile
+
+
+def is_chief(strategy, strategy_name):
+    """Whether this process writes the run's files: always, except the non-chief workers of a multi-worker job."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type or strategy_name != "multi_worker_mirrored":
+        return True
+    if resolver.task_type == "chief":
+        return True
+    return (resolver.task_type == "worker" and resolver.task_id == 0
+            and "chief" not in resolver.cluster_spec().as_dict())
+
+
+def start_process(config):
+    """Seeds, sets determinism and the precision policy, and builds the strategy; returns `(strategy, is_chief,
+    out_dir)`.
+
+    `out_dir` is where this process writes: the model_dir on the chief, a temporary directory of its own on the
+    other workers of a multi-worker job (as TF recommends; the caller removes it).
+    """
+    import keras
+    import tensorflow as tf
+
+    from official_bert import training
+
+    keras.utils.set_random_seed(config.seed)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    training.set_mixed_precision(config.mixed_precision)
+    strategy = training.get_strategy(config.distribution_strategy, config.tpu)
+    chief = is_chief(strategy, config.distribution_strategy)
+    return strategy, chief, config.model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
+
+
+def resumable_stream(make_batches, strategy, config):
+    """`make_dataset(skip_batches)` for `training.fit_resumable` from a task's `make_batches(batch_size)`.
+
+    Under `multi_worker_mirrored` each worker builds the same stream with the per-replica batch size and keeps
+    every n-th batch (n workers, one device each): a global step trains on the same examples as one device with
+    the global batch, and each worker hands Keras its share, as `distribute_datasets_from_function` expects.
+    """
+    if config.distribution_strategy != "multi_worker_mirrored":
+        return lambda skip_batches: make_batches(config.train_batch_size).skip(skip_batches)
+    replicas = strategy.num_replicas_in_sync
+    if config.train_batch_size % replicas:
+        raise ValueError(f"--train_batch_size={config.train_batch_size} is not divisible by the {replicas} replicas")
+
+    def per_worker(skip_batches, context):
+        if context.num_input_pipelines != replicas:
+            raise ValueError("multi_worker_mirrored fine-tuning runs one device per worker; this job has "
+                             f"{replicas} replicas on {context.num_input_pipelines} workers")
+        stream = make_batches(config.train_batch_size // replicas).skip(skip_batches * replicas)
+        return stream.shard(replicas, context.input_pipeline_id)
+
+    return lambda skip_batches: strategy.distribute_datasets_from_function(
+        lambda context: per_worker(skip_batches, context))
