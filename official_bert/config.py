@@ -11,6 +11,9 @@ import json
 import os
 from typing import Optional
 
+from official_bert.families import families, family_of, model_types
+from official_bert.tokenizer_kinds import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401 (re-exported)
+
 # Activations a BERT config may name, mapped to the form we compute.
 #   "gelu": exact erf GELU (Google BERT, HF "gelu", PyTorch default).
 #   "gelu_new" / "gelu_pytorch_tanh" / "gelu_fast": the tanh approximation.
@@ -19,33 +22,6 @@ KNOWN_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu
 # Hugging Face config keys that change the architecture away from BERT; anything else not a field is
 # metadata (architectures, torch_dtype, ...) and is ignored.
 _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
-
-# The families we build, by Hugging Face `model_type`. RoBERTa and XLM-RoBERTa are one architecture (BERT with
-# position ids counted past the padding id, one token type); DistilBERT is BERT without token types or pooler;
-# ALBERT is BERT with embeddings of width `embedding_size` projected to `hidden_size` and transformer weights shared
-# across layers (`num_hidden_groups` groups of `inner_group_num` blocks).
-MODEL_TYPES = ("bert", "roberta", "xlm-roberta", "distilbert", "albert")
-ROBERTA_TYPES = ("roberta", "xlm-roberta")
-
-# The tokenizer a family reads (`BertConfig.tokenizer_kind`): WordPiece (BERT, DistilBERT), RoBERTa's byte-level BPE,
-# ALBERT's SentencePiece.
-WORDPIECE, BPE, SENTENCEPIECE = "wordpiece", "bpe", "sentencepiece"
-TOKENIZER_KINDS = (WORDPIECE, BPE, SENTENCEPIECE)
-
-# DistilBERT's `config.json` names: theirs -> ours (its LayerNorm epsilon is fixed at 1e-12 in transformers).
-_DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
-                    "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
-                    "attention_dropout": "attention_probs_dropout_prob"}
-
-# ALBERT's fields, absent from every other family's `to_dict()` (Google's bert_config.json has none of them).
-_ALBERT_FIELDS = ("embedding_size", "num_hidden_groups", "inner_group_num", "classifier_dropout_prob")
-
-# transformers' `AlbertConfig` defaults: what an ALBERT `config.json` means by a key it leaves out.
-_ALBERT_DEFAULTS = dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12,
-                        num_hidden_groups=1, num_attention_heads=64, intermediate_size=16384, inner_group_num=1,
-                        hidden_act="gelu_new", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12,
-                        pad_token_id=0, classifier_dropout_prob=0.1)
 
 # Fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0.
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
@@ -83,7 +59,8 @@ class BertConfig:
         type_vocab_size: number of segment (token type) ids.
         initializer_range: stddev of the truncated-normal weight initializer.
         layer_norm_eps: LayerNorm epsilon (1e-12 in BERT and DistilBERT, 1e-5 in RoBERTa).
-        model_type: the family, one of `MODEL_TYPES` (Hugging Face's `model_type`).
+        model_type: the family (Hugging Face's `model_type`), one of `families.model_types()`; its spec is
+            `family`.
         pad_token_id: the padding id (1 in RoBERTa, whose position ids start after it; 0 in BERT).
         embedding_size: ALBERT's embedding width E, projected to `hidden_size` before the first block; None: the
             hidden size. Other families have embeddings of width `hidden_size` and leave it None.
@@ -129,24 +106,29 @@ class BertConfig:
         self.validate()
 
     def _resolve_embedding_size(self):
-        if self.model_type == "albert" and self.embedding_size is None:
+        if self.embedding_size is None and self.model_type in model_types() and self.family.shared_layers:
             self.embedding_size = self.hidden_size
 
     @property
+    def family(self):
+        """The family's `families.ModelFamily` spec (of `model_type`)."""
+        return family_of(self.model_type)
+
+    @property
     def is_albert(self) -> bool:
-        """ALBERT: factorised embeddings (`embedding_size`) and transformer weights shared across layers."""
-        return self.model_type == "albert"
+        """ALBERT-like: factorised embeddings (`embedding_size`) and transformer weights shared across layers."""
+        return self.family.shared_layers
 
     @property
     def packing_layout(self) -> str:
         """How the family packs its inputs (`BertPackInputs`' layout): "roberta" (`<s> A </s></s> B </s>`, one token
         type) or "bert" (`[CLS] A [SEP] B [SEP]`; DistilBERT and ALBERT too)."""
-        return "roberta" if self.is_roberta else "bert"
+        return self.family.packing_layout
 
     @property
     def tokenizer_kind(self) -> str:
         """The tokenizer the family reads, of `TOKENIZER_KINDS`."""
-        return BPE if self.is_roberta else SENTENCEPIECE if self.is_albert else WORDPIECE
+        return self.family.tokenizer_kind
 
     @property
     def embedding_width(self) -> int:
@@ -160,7 +142,7 @@ class BertConfig:
 
     def layer_group(self, layer: int) -> int:
         """The weight group layer `layer` runs (ALBERT's sharing; `layer` itself elsewhere, one block a layer)."""
-        if not self.is_albert:
+        if not self.family.shared_layers:
             return layer
         return int(layer / (self.num_hidden_layers / self.num_hidden_groups))  # transformers' AlbertTransformer
 
@@ -180,17 +162,17 @@ class BertConfig:
     @property
     def max_sequence_length(self) -> int:
         """The longest input: `max_position_embeddings`, less RoBERTa's `pad_token_id + 1` skipped positions."""
-        return self.max_position_embeddings - (self.pad_token_id + 1 if self.is_roberta else 0)
+        return self.max_position_embeddings - self.family.position_offset(self.pad_token_id)
 
     @property
     def has_pooler(self) -> bool:
         """Whether the encoder has BERT's tanh pooler (DistilBERT has none)."""
-        return self.model_type != "distilbert"
+        return self.family.has_pooler
 
     @property
     def is_roberta(self) -> bool:
-        """RoBERTa or XLM-RoBERTa: position ids start after `pad_token_id`, one token type, `<s> A </s></s> B </s>`."""
-        return self.model_type in ROBERTA_TYPES
+        """RoBERTa-like (RoBERTa, XLM-RoBERTa): position ids start after `pad_token_id`."""
+        return self.family.positions_after_padding
 
     def validate(self, source: str = "BertConfig"):
         """Raises ValueError naming the first bad field (and `source`, e.g. a file path)."""
@@ -214,12 +196,12 @@ class BertConfig:
         for name in ("initializer_range", "layer_norm_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{source}: field '{name}' must be > 0, got {getattr(self, name)!r}")
-        if self.model_type not in MODEL_TYPES:
+        if self.model_type not in model_types():
             raise ValueError(f"{source}: field 'model_type' is {self.model_type!r}; supported: "
-                             f"{', '.join(MODEL_TYPES)}")
-        if (self.type_vocab_size == 0) != (self.model_type == "distilbert"):
+                             f"{', '.join(model_types())}")
+        if (self.type_vocab_size == 0) == self.family.has_token_types:
             raise ValueError(f"{source}: field 'type_vocab_size' is {self.type_vocab_size}; a {self.model_type} "
-                             f"encoder has {'none (0)' if self.model_type == 'distilbert' else 'at least one'}")
+                             f"encoder has {'at least one' if self.family.has_token_types else 'none (0)'}")
         if self.pad_token_id >= self.vocab_size:
             raise ValueError(f"{source}: field 'pad_token_id' ({self.pad_token_id}) must be < vocab_size "
                              f"({self.vocab_size})")
@@ -231,7 +213,7 @@ class BertConfig:
                 self.embedding_size, int) or self.embedding_size <= 0):
             raise ValueError(f"{source}: field 'embedding_size' must be a positive integer, got "
                              f"{self.embedding_size!r}")
-        if not self.is_albert:
+        if not self.family.shared_layers:
             for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
                                   ("classifier_dropout_prob", None)):
                 value = getattr(self, name)
@@ -252,7 +234,7 @@ class BertConfig:
         if not isinstance(self.pruned_heads, dict):
             raise ValueError(f"{source}: field 'pruned_heads' must be a dict of layer -> head indices, got "
                              f"{self.pruned_heads!r}")
-        if self.pruned_heads and self.is_albert:
+        if self.pruned_heads and self.family.shared_layers:
             raise ValueError(f"{source}: field 'pruned_heads' is {self.pruned_heads!r}; an albert encoder's layers "
                              "share blocks, so its heads cannot be pruned per layer")
         for layer, heads in self.pruned_heads.items():
@@ -272,8 +254,8 @@ class BertConfig:
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
-        if not self.is_albert:
-            for name in _ALBERT_FIELDS:
+        for name in {name for family in families() for name in family.hf_extra_fields}:
+            if name not in self.family.hf_extra_fields:  # another family's (ALBERT's)
                 del values[name]
         if self.model_type == "bert" and self.pad_token_id == 0:  # Google's bert_config.json, as before families
             del values["model_type"], values["pad_token_id"]
@@ -304,14 +286,12 @@ class BertConfig:
             values = {**values, "model_type": "albert"}
             if values.get("hidden_act") == "gelu":
                 values["hidden_act"] = "gelu_new"
-        if model_type not in MODEL_TYPES:
+        if model_type not in model_types():
             raise ValueError(f"{source}: field 'model_type' is {model_type!r}: a checkpoint of that family is not "
-                             f"supported (supported: {', '.join(MODEL_TYPES)})")
-        if model_type == "distilbert":
-            renamed = {ours: values[theirs] for theirs, ours in _DISTILBERT_KEYS.items() if theirs in values}
-            values = {**values, **renamed, "type_vocab_size": 0, "layer_norm_eps": 1e-12}
-        if model_type == "albert":
-            values = {**_ALBERT_DEFAULTS, **values}
+                             f"supported (supported: {', '.join(model_types())})")
+        family = family_of(model_type)
+        renamed = {ours: values[theirs] for theirs, ours in family.hf_key_renames.items() if theirs in values}
+        values = {**family.hf_defaults, **values, **renamed, **family.hf_fixed_values}
         for key, expected in _HF_ARCHITECTURE_KEYS.items():
             if key in values and values[key] != expected:
                 raise ValueError(f"{source}: field '{key}' is {values[key]!r}; only {expected!r} is supported")
@@ -339,29 +319,14 @@ class BertConfig:
         return cls.from_json_file(configs.preset_path(name))
 
     def to_hf_dict(self) -> dict:
-        """The Hugging Face `config.json` contents for a `BertModel` (`RobertaModel`, `XLMRobertaModel`,
-        `DistilBertModel`, `AlbertModel`) with this config."""
-        if self.is_albert:
-            return {"architectures": ["AlbertModel"], **self.to_dict(), "bos_token_id": 2, "eos_token_id": 3,
-                    "position_embedding_type": "absolute", "tie_word_embeddings": True}
-        if self.model_type == "distilbert":
-            ours = self.to_dict()
-            return {"architectures": ["DistilBertModel"], "model_type": "distilbert",
-                    **{theirs: ours[name] for theirs, name in _DISTILBERT_KEYS.items()},
-                    **{k: ours[k] for k in ("vocab_size", "max_position_embeddings", "initializer_range",
-                                            "pad_token_id", "pruned_heads") if k in ours},
-                    "sinusoidal_pos_embds": False, "tie_word_embeddings": True}
-        if self.is_roberta:
-            architecture = "XLMRobertaModel" if self.model_type == "xlm-roberta" else "RobertaModel"
-            return {"architectures": [architecture], **self.to_dict(), "bos_token_id": 0, "eos_token_id": 2,
-                    "position_embedding_type": "absolute"}
-        return {
-            "architectures": ["BertModel"],
-            "model_type": "bert",
-            **self.to_dict(),
-            "pad_token_id": 0,
-            "position_embedding_type": "absolute",
-        }
+        """The Hugging Face `config.json` contents for the family's base model (`BertModel`, `RobertaModel`,
+        `XLMRobertaModel`, `DistilBertModel`, `AlbertModel`) with this config, in the family's key names."""
+        family = self.family
+        values = {k: v for k, v in self.to_dict().items() if k not in family.hf_fixed_values}
+        for theirs, ours in family.hf_key_renames.items():
+            values[theirs] = values.pop(ours)
+        return {"architectures": [family.hf_architecture()], **values, "model_type": self.model_type,
+                "pad_token_id": self.pad_token_id, **family.hf_config_extras}
 
 
 def is_google_albert(values: dict) -> bool:

@@ -16,31 +16,16 @@ import json
 import logging
 import os
 
-from official_bert.config import MODEL_TYPES, BertConfig, is_google_albert, read_config_json
+from official_bert.config import BertConfig, is_google_albert, read_config_json
+from official_bert.families import families, model_types
+from official_bert.tokenizer_kinds import WORDPIECE
 
 logger = logging.getLogger(__name__)
 
-# The families' tokenizer files (`official_bert.text.preprocessing` reads them).
-BPE_FILES = ("vocab.json", "merges.txt")  # RoBERTa's byte-level BPE
-SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
-GOOGLE_SENTENCEPIECE_FILE = "30k-clean.model"  # the same model, as Google's ALBERT releases name it
-XLM_ROBERTA_FILE = "sentencepiece.bpe.model"
-WORDPIECE_FILE = "vocab.txt"
 TOKENIZER_JSON = "tokenizer.json"  # Hugging Face's fast tokenizer: its model type tells WordPiece from BPE
-
-# Tokenizer files -> the family they belong to: a family is told when all files of one entry are there.
-_TOKENIZER_FILES = (("roberta", BPE_FILES), ("xlm-roberta", (XLM_ROBERTA_FILE,)), ("albert", (SENTENCEPIECE_FILE,)),
-                    ("albert", (GOOGLE_SENTENCEPIECE_FILE,)), ("bert", (WORDPIECE_FILE,)))
-
-# transformers' class-name prefixes of `architectures` (e.g. "RobertaForMaskedLM"), longest first.
-_ARCHITECTURE_PREFIXES = (("XLMRoberta", "xlm-roberta"), ("Roberta", "roberta"), ("DistilBert", "distilbert"),
-                          ("Albert", "albert"), ("Bert", "bert"))
 
 # `tokenizer.json`'s model type -> family (a Unigram model may be ALBERT's or XLM-RoBERTa's: not told).
 _TOKENIZER_JSON_MODELS = {"WordPiece": "bert", "BPE": "roberta"}
-
-# Keys only DistilBERT's config.json has (its names for hidden_size, num_hidden_layers, num_attention_heads).
-_DISTILBERT_KEYS = ("dim", "n_layers", "n_heads")
 
 _logged = set()  # (path, family): each inference is logged once
 
@@ -71,20 +56,23 @@ def infer_model_type(values, directory, source="config.json"):
         values: the parsed `config.json`.
         directory: where its tokenizer files are.
         source: the file, named in the error.
-    Returns: `(model_type, reason)`: one of `MODEL_TYPES`, and what told it (for the log).
+    Returns: `(model_type, reason)`: a registered family's, and what told it (for the log).
     Raises:
         ValueError: naming the missing `model_type` where neither the keys nor the files tell one family.
     """
+    by_prefix = sorted(families(), key=lambda f: -len(f.hf_class_prefix))  # "XLMRoberta" before "Roberta"
     for architecture in values.get("architectures") or ():
-        for prefix, family in _ARCHITECTURE_PREFIXES:
-            if isinstance(architecture, str) and architecture.startswith(prefix):
-                return family, f"its architectures {values['architectures']}"
-    if all(key in values for key in _DISTILBERT_KEYS):
-        return "distilbert", f"its DistilBERT keys {', '.join(_DISTILBERT_KEYS)}"
+        for family in by_prefix:
+            if isinstance(architecture, str) and architecture.startswith(family.hf_class_prefix):
+                return family.model_type, f"its architectures {values['architectures']}"
+    for family in families():
+        if family.hf_marker_keys and all(key in values for key in family.hf_marker_keys):
+            return family.model_type, f"its {family.display_name} keys {', '.join(family.hf_marker_keys)}"
     found = {}  # family -> its files that are there
-    for family, files in _TOKENIZER_FILES:
-        if all(os.path.isfile(os.path.join(directory, name)) for name in files):
-            found.setdefault(family, []).extend(files)
+    for family in _by_tokenizer_files():
+        for files in family.tokenizer_files:
+            if all(os.path.isfile(os.path.join(directory, name)) for name in files):
+                found.setdefault(family.model_type, []).extend(files)
     if not found:
         family = _tokenizer_json_family(os.path.join(directory, TOKENIZER_JSON))
         if family:
@@ -93,11 +81,16 @@ def infer_model_type(values, directory, source="config.json"):
         (family, files), = found.items()
         return family, f"the {' + '.join(files)} beside it"
     names = [name for files in found.values() for name in files]
-    known = [name for _, files in _TOKENIZER_FILES for name in files] + [TOKENIZER_JSON]
+    known = [name for family in _by_tokenizer_files() for files in family.tokenizer_files for name in files] + [TOKENIZER_JSON]
     why = (f"its tokenizer files belong to different families ({', '.join(names)})" if names else
            f"no tokenizer file beside it tells the family ({', '.join(known)})")
     raise ValueError(f"{source}: field 'model_type' is missing and {why}; add \"model_type\" to it (one of "
-                     f"{', '.join(MODEL_TYPES)})")
+                     f"{', '.join(model_types())})")
+
+
+def _by_tokenizer_files():
+    """The families, WordPiece's last (the most common files; named last in messages)."""
+    return sorted(families(), key=lambda family: family.tokenizer_kind == WORDPIECE)
 
 
 def _tokenizer_json_family(path):

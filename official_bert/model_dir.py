@@ -18,12 +18,12 @@ import dataclasses
 import json
 import os
 
+from official_bert.tokenizer_kinds import HF_TOKENIZER_CLASSES, VOCAB_FILES, WORDPIECE_FILE, tokenizer_kind
+
 TASK_FILE = "task.json"
 WEIGHTS_FILE = "model.weights.h5"
 CONFIG_FILE = "bert_config.json"
-VOCAB_FILE = "vocab.txt"
-BPE_VOCAB_FILE = "vocab.json"  # RoBERTa's, with its merges.txt
-SENTENCEPIECE_FILE = "spiece.model"  # ALBERT's
+VOCAB_FILE = WORDPIECE_FILE  # (RoBERTa's and ALBERT's: `tokenizer_kinds.VOCAB_FILES`)
 ENCODER_DIR = "encoder"
 PRETRAINER_DIR = "pretrainer"
 # 1: no "schema_version" or "kind" field (written before this module); 2: both.
@@ -131,9 +131,7 @@ def vocab_file_of(model_dir, config):
         model_dir: the directory.
         config: its `BertConfig`.
     """
-    if config.is_albert:
-        return os.path.join(model_dir, SENTENCEPIECE_FILE)
-    return os.path.join(model_dir, BPE_VOCAB_FILE if config.is_roberta else VOCAB_FILE)
+    return os.path.join(model_dir, VOCAB_FILES[config.tokenizer_kind])
 
 
 def write_tokenizer_config(directory, lower_case, vocab_file=None):
@@ -146,11 +144,8 @@ def write_tokenizer_config(directory, lower_case, vocab_file=None):
         vocab_file: the model's vocab file, whose name gives the class: `vocab.json` -> `RobertaTokenizer`,
             `*.model` -> `AlbertTokenizer`, anything else (or None) -> `BertTokenizer`.
     """
-    name = str(vocab_file or "")
-    tokenizer_class = ("RobertaTokenizer" if name.endswith(".json") else
-                       "AlbertTokenizer" if name.endswith(".model") else "BertTokenizer")
     write_json(os.path.join(directory, "tokenizer_config.json"),
-               {"do_lower_case": bool(lower_case), "tokenizer_class": tokenizer_class})
+               {"do_lower_case": bool(lower_case), "tokenizer_class": HF_TOKENIZER_CLASSES[tokenizer_kind(vocab_file)]})
 
 
 def build_task_model(kind, config, info):

@@ -15,12 +15,16 @@ import shutil
 import keras
 
 from official_bert.config import BertConfig
-from official_bert.hf_config import BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE_FILE, read_hf_config
+from official_bert.families import BERT_LAYOUT, ROBERTA_LAYOUT, family_of
+from official_bert.hf_config import read_hf_config
 from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.preprocessor import TextPreprocessor
 from official_bert.text.tokenizer import BertTokenizer
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
+from official_bert.tokenizer_kinds import (BPE, BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE,
+                                           SENTENCEPIECE_FILE, WORDPIECE, WORDPIECE_FILE, XLM_ROBERTA_FILE,
+                                           tokenizer_kind)
 
 logger = logging.getLogger(__name__)
 
@@ -95,9 +99,8 @@ class BpeVocab:
     def find(cls, directory) -> "BpeVocab":
         """The `vocab.json` + `merges.txt` of a checkpoint directory or model_dir; raises naming what is missing."""
         files = tokenizer_directory(os.fspath(directory))
-        if os.path.isfile(os.path.join(files, "sentencepiece.bpe.model")):
-            raise ValueError(f"{files}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
-                             "in-graph preprocessor here yet")
+        if os.path.isfile(os.path.join(files, XLM_ROBERTA_FILE)):
+            raise ValueError(f"{files}: {family_of('xlm-roberta').no_tokenizer}")
         missing = [f for f in BPE_FILES if not os.path.isfile(os.path.join(files, f))]
         if missing:
             raise FileNotFoundError(f"{files}: a RoBERTa checkpoint needs its byte-level BPE files; missing "
@@ -135,11 +138,6 @@ class SentencepieceVocab:
             return len(SentencepieceModel(f.read(), self.model_file).pieces)
 
 
-def is_sentencepiece_model_file(vocab_file) -> bool:
-    """An ALBERT `spiece.model` (or any `*.model`) rather than a WordPiece `vocab.txt`."""
-    return str(vocab_file).endswith(".model")
-
-
 def tokenizer_file_names(tokens):
     """The names of the files `write_tokenizer_files` writes for `tokens` (none for None)."""
     if tokens is None:
@@ -148,7 +146,7 @@ def tokenizer_file_names(tokens):
         return (SENTENCEPIECE_FILE,)
     if isinstance(tokens, BpeVocab):
         return tuple(BPE_FILES)
-    return ("vocab.txt",)
+    return (WORDPIECE_FILE,)
 
 
 def write_tokenizer_files(tokens, directory) -> str:
@@ -166,25 +164,21 @@ def write_tokenizer_files(tokens, directory) -> str:
             if os.path.abspath(source) != os.path.abspath(target):
                 shutil.copyfile(source, target)
         return os.path.join(directory, BPE_FILES[0])
-    path = os.path.join(directory, "vocab.txt")
+    path = os.path.join(directory, WORDPIECE_FILE)
     write_vocab_file(tokens, path)
     return path
-
-
-def is_bpe_vocab_file(vocab_file) -> bool:
-    """A `vocab.json` (byte-level BPE, `merges.txt` beside it) rather than a WordPiece `vocab.txt`."""
-    return str(vocab_file).endswith(".json")
 
 
 def tokenizer_from_files(vocab_file, lower_case):
     """The tokenizer of a model's vocab file: a `BytePairTokenizer` for `vocab.json` (with the `merges.txt`
     beside it; casing does not apply), a `SentencepieceTokenizer` for ALBERT's `spiece.model`, else a
-    `BertTokenizer`."""
-    if is_sentencepiece_model_file(vocab_file):
+    `BertTokenizer` (`tokenizer_kinds.tokenizer_kind`)."""
+    kind = tokenizer_kind(vocab_file)
+    if kind == SENTENCEPIECE:
         from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
 
         return SentencepieceTokenizer(model_file=vocab_file, lower_case=lower_case)
-    if is_bpe_vocab_file(vocab_file):
+    if kind == BPE:
         return BytePairTokenizer(vocab_file, os.path.join(os.path.dirname(vocab_file), BPE_FILES[1]))
     return BertTokenizer(vocab_file=vocab_file, lower_case=lower_case)
 
@@ -193,11 +187,11 @@ def text_preprocessor(vocab_file, lower_case, seq_length):
     """The preprocessor of a model's vocab file: `TextPreprocessor` for WordPiece, `Preprocessor` with RoBERTa's
     packing for byte-level BPE, or with BERT's packing for ALBERT's `spiece.model` (the same `tokenize` /
     `pack_tokens` / `pack` methods)."""
-    if is_sentencepiece_model_file(vocab_file):
-        return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout="bert")
-    if is_bpe_vocab_file(vocab_file):
-        return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout="roberta")
-    return TextPreprocessor(vocab_file, lower_case, seq_length)
+    kind = tokenizer_kind(vocab_file)
+    if kind == WORDPIECE:
+        return TextPreprocessor(vocab_file, lower_case, seq_length)
+    layout = ROBERTA_LAYOUT if kind == BPE else BERT_LAYOUT
+    return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout=layout)
 
 
 def model_type_of(directory) -> str:
@@ -217,7 +211,7 @@ def tokenizer_directory(directory) -> str:
     """Where a directory's tokenizer files are: a model_dir of ours keeps them in its `encoder/`."""
     encoder = os.path.join(directory, "encoder")
     if not any(os.path.isfile(os.path.join(directory, f))
-               for f in ("vocab.txt", "tokenizer.json", *BPE_FILES, SENTENCEPIECE_FILE)) \
+               for f in (WORDPIECE_FILE, "tokenizer.json", *BPE_FILES, SENTENCEPIECE_FILE)) \
             and os.path.isdir(encoder):
         return encoder
     return directory
@@ -238,12 +232,13 @@ def find_family_vocab(directory, model_type, vocab_size=None):
             larger than `vocab_size`.
     """
     files = tokenizer_directory(os.fspath(directory))
-    if model_type == "xlm-roberta":
-        raise ValueError(f"{directory}: XLM-RoBERTa's SentencePiece tokenizer (sentencepiece.bpe.model) has no "
-                         "in-graph preprocessor here yet; RoBERTa (vocab.json + merges.txt), BERT and DistilBERT do")
-    if model_type == "roberta":
+    family = family_of(model_type)
+    if family.no_tokenizer:
+        raise ValueError(f"{directory}: {family.no_tokenizer}; RoBERTa (vocab.json + merges.txt), BERT and "
+                         "DistilBERT do")
+    if family.tokenizer_kind == BPE:
         vocab, lower, source = BpeVocab.find(files), False, os.path.join(files, BPE_FILES[0])
-    elif model_type == "albert":
+    elif family.tokenizer_kind == SENTENCEPIECE:
         from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
 
         vocab = SentencepieceVocab.find(files)
@@ -258,9 +253,10 @@ def find_family_vocab(directory, model_type, vocab_size=None):
 def read_vocab_file(path):
     """The vocab of one tokenizer file, as `find_family_vocab` returns it: a `BpeVocab` for `vocab.json` (with the
     `merges.txt` beside it), a `SentencepieceVocab` for a `*.model`, else the tokens of a WordPiece `vocab.txt`."""
-    if is_bpe_vocab_file(path):
+    kind = tokenizer_kind(path)
+    if kind == BPE:
         return BpeVocab.find(os.path.dirname(os.path.abspath(path)))
-    if is_sentencepiece_model_file(path):
+    if kind == SENTENCEPIECE:
         return SentencepieceVocab(os.fspath(path))
     from official_bert.text.vocab import load_vocab
 
@@ -320,7 +316,7 @@ def load_tokenizer(directory, model_type=None):
         raise FileNotFoundError(f"{directory}: not a directory (expected a checkpoint directory or a model_dir)")
     model_type = model_type or model_type_of(directory)
     vocab, lower, source = find_family_vocab(directory, model_type)
-    return tokenizer_of(vocab, resolve_casing(lower, source)), "roberta" if model_type == "roberta" else "bert"
+    return tokenizer_of(vocab, resolve_casing(lower, source)), family_of(model_type).packing_layout
 
 
 def load_preprocessor(directory, seq_length) -> Preprocessor:
