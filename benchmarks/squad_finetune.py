@@ -127,7 +127,8 @@ def run_pytorch(paths, eval_data, args, work):
     import transformers
 
     from official_bert.checkpoints.vocab import find_vocab
-    from official_bert.data.squad import build_features, read_squad_json
+    from official_bert.data.squad import build_features
+    from official_bert.data.squad_examples import read_squad_json
     from official_bert.data.squad_postprocessing import postprocess
     from official_bert.metrics.squad import evaluate
     from official_bert.text import BertTokenizer

@@ -69,7 +69,7 @@ def _conll(path):
 
 
 def _squad(path):
-    from official_bert.data.squad import read_squad_json
+    from official_bert.data.squad_examples import read_squad_json
 
     return read_squad_json(str(path))
 

@@ -61,7 +61,7 @@ class SquadTask(Task):
         path = self.train_file if split == "train" else self.predict_file
         if not (path or self.tfds_name):
             return None, None
-        from official_bert.data.squad import examples_from_tfds, read_squad_json
+        from official_bert.data.squad_examples import examples_from_tfds, read_squad_json
 
         if path:
             examples, source = read_squad_json(path), path
@@ -134,7 +134,8 @@ class SquadTask(Task):
 
     def _predict_and_score(self, model, context):
         """Writes the predictions of the predict split; returns the official figures when it has gold answers."""
-        from official_bert.data.squad import has_gold_answers, squad_articles, squad_dataset
+        from official_bert.data.squad import squad_dataset
+        from official_bert.data.squad_examples import has_gold_answers, squad_articles
         from official_bert.data.squad_postprocessing import PREDICTION_FILES, postprocess, write_predictions
         from official_bert.metrics.squad import evaluate
 

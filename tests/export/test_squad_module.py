@@ -70,7 +70,7 @@ def squad_cases(shared_data, vocab_file, tmp_path_factory):
     """v1.1 (40 dev questions across the articles, exported) and v2.0 (20 of the CS224N half, its serving module
     built in-process: one SavedModel write less) model_dirs."""
     from export.saved_model import build_module, export
-    from official_bert.data.squad import read_squad_json
+    from official_bert.data.squad_examples import read_squad_json
 
     v1 = read_squad_json(str(shared_data / "squad" / "v1.1" / "dev-v1.1.json"))[::264][:40]
     v2 = read_squad_json(str(shared_data / "squad" / "v2.0" / "cs224n-dev-half-v2.0.json"))[::300][:20]

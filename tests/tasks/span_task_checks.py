@@ -5,7 +5,7 @@ overflowing windows, offsets and targets)."""
 import numpy as np
 
 from hf_references import run_qa_positions
-from official_bert.data.squad import SquadExample, read_squad_json
+from official_bert.data.squad_examples import SquadExample, read_squad_json
 from official_bert.data.tagging_dataset import build_windows
 from official_bert.labels import IGNORE_LABEL
 

@@ -14,7 +14,8 @@ import tensorflow as tf
 
 from hf_references import albert_checkpoint
 from official_bert.data.conll import read_conll
-from official_bert.data.squad import build_features, read_squad_json
+from official_bert.data.squad import build_features
+from official_bert.data.squad_examples import read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
 from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
