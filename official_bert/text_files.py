@@ -18,6 +18,7 @@ Examples:
 >>> squad = json.loads(read_text("dev-v1.1.json"))  # the whole file, decoded once
 """
 
+import os
 from typing import Iterator, Tuple
 
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -36,6 +37,24 @@ def open_binary(path):
 
         return tf.io.gfile.GFile(path, "rb")
     return open(path, "rb")
+
+
+def path_exists(path) -> bool:
+    """Whether `path` exists (asked through `tf.io.gfile` when it is remote)."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        return tf.io.gfile.exists(path)
+    return os.path.exists(path)
+
+
+def is_directory(path) -> bool:
+    """Whether `path` is a directory (asked through `tf.io.gfile` when it is remote)."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        return tf.io.gfile.isdir(path)
+    return os.path.isdir(path)
 
 
 def not_utf8_error(path, lineno: int, line: bytes, offset: int) -> ValueError:

@@ -53,7 +53,8 @@ class ClassificationTask(Task):
 
     def read_split(self, split):
         """One split's `GlueExamples` (read once)."""
-        from official_bert.data.glue import glue_file_path, load_tfds_glue, read_glue_tsv
+        from official_bert.data.glue import glue_file_path, read_glue_tsv
+        from official_bert.data.glue_tfds import load_tfds_glue
 
         if split not in self._splits:
             task = self.glue_task
