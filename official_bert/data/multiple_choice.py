@@ -38,6 +38,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from official_bert.data.tfds_records import to_str
 from official_bert.text_files import read_lines
 
 logger = logging.getLogger(__name__)
@@ -228,15 +229,11 @@ def examples_from_tfds(name, split, records, source="") -> MultipleChoiceExample
     rows = _Rows(source or f"{name}[{split}]")
     for n, record in enumerate(records):
         where = f"{rows.path} example {n}"
-        choices = [_to_str(e) for e in record["endings"]]
+        choices = [to_str(e) for e in record["endings"]]
         label = int(record["label"])
-        rows.add(where, _to_str(record["context"]), choices,
+        rows.add(where, to_str(record["context"]), choices,
                  None if label < 0 else _label(where, label, len(choices)), None)
     return rows.examples()
-
-
-def _to_str(value) -> str:
-    return value.decode("utf-8") if isinstance(value, (bytes, np.bytes_)) else str(value)
 
 
 def load_tfds_multiple_choice(name, split, data_dir=None, download=False) -> MultipleChoiceExamples:
