@@ -46,7 +46,7 @@ def main():
     args = parser.parse_args()
 
     from official_bert.data.pretraining_dataset import dynamic_masking_dataset, pretraining_dataset
-    from official_bert.data.pretraining_instances import MaskingVocab
+    from official_bert.data.pretraining_vocab import MaskingVocab
     from official_bert.data.pretraining_records import output_paths
     from official_bert.data.pretraining_stats import MaskingStatistics
     from official_bert.data.pretraining_writer import PretrainingDataConfig, write_pretraining_records

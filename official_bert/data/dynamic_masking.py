@@ -26,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_vocab import MaskingVocab
 from official_bert.data.sentence_corpus import document_chunks, expand_file_patterns
 
 
@@ -111,7 +112,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         file_patterns: comma-separated globs or a list; text files with one sentence per line and a blank
             line between documents.
         tokenizer: an `official_bert.text.BertTokenizer`, ALBERT's `SentencepieceTokenizer` or RoBERTa's
-            `BytePairTokenizer` (`pretraining_instances.MaskingVocab.from_tokenizer` reads its special tokens).
+            `BytePairTokenizer` (`pretraining_vocab.MaskingVocab.from_tokenizer` reads its special tokens).
         batch_size: the batch size of this dataset (per replica under `distribute_datasets_from_function`).
         max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, do_whole_word_mask: the recipe.
         is_training: shuffle files and instances, new pairs and masks every epoch, repeat forever, drop the
@@ -129,7 +130,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
     """
     pi.check_recipe(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob)
     files = expand_file_patterns(file_patterns)
-    vocab = pi.MaskingVocab.from_tokenizer(tokenizer)
+    vocab = MaskingVocab.from_tokenizer(tokenizer)
     pipelines, pipeline = 1, 0
     if input_context is not None:
         pipelines, pipeline = input_context.num_input_pipelines, input_context.input_pipeline_id

@@ -2,14 +2,15 @@
 
 The recipe is the original `create_pretraining_data.py`'s (Devlin et al. 2019), on token ids:
 
-- Input: text files, one sentence per line, a blank line between documents.
+- Input: text files, one sentence per line, a blank line between documents, tokenized
+  (`pretraining_vocab.tokenize_documents`).
 - `create_sentence_pairs`: each document is cut into chunks of sentences up to a target length of
   `max_seq_length - 3` tokens (drawn once per document: a random shorter one in [2, max] with probability
   `short_seq_prob`);
   segment A is the first 1..n-1 sentences of a chunk, segment B the rest, or (50%, and always for a chunk
   of one sentence) sentences from a random other document, the unused sentences going back to the stream.
   `truncate_seq_pair` trims the longer segment one token at a time from the front or the back at random.
-- `create_masked_lm_predictions`: predicts `min(max_predictions_per_seq, max(1, round(len(tokens) *
+- `create_masked_lm_predictions` (`pretraining_masking`): predicts `min(max_predictions_per_seq, max(1, round(len(tokens) *
   masked_lm_prob)))` positions (never [CLS]/[SEP]); each predicted token becomes [MASK] (80%), a random
   vocabulary id (10%) or stays (10%). With whole-word masking, a word's `##` pieces are chosen together.
 
@@ -38,112 +39,7 @@ import dataclasses
 import random
 from typing import List
 
-import numpy as np
-
-from official_bert.text.vocab import is_sentencepiece_continuation, is_suffix_piece
-
-
-@dataclasses.dataclass(frozen=True)
-class MaskingVocab:
-    """The ids the recipe needs: special tokens, vocabulary size and which ids continue a word (`##` pieces).
-
-    Args:
-        vocab_size: number of ids; random replacements are drawn uniformly from [0, vocab_size).
-        cls_id, sep_id, mask_id, pad_id: ids of [CLS], [SEP], [MASK], [PAD] (ALBERT's SentencePiece: <pad>).
-        suffix_ids: frozenset of the ids of continuation pieces (for whole-word masking): WordPiece's `##`
-            pieces, or the SentencePiece pieces `is_sentencepiece_continuation` finds (none for RoBERTa's BPE).
-        layout: how pairs are packed: "bert" (`[CLS] A [SEP] B [SEP]`, type ids 0 then 1) or "roberta"
-            (`<s> A </s></s> B </s>`, type ids 0).
-    """
-
-    vocab_size: int
-    cls_id: int
-    sep_id: int
-    mask_id: int
-    pad_id: int
-    suffix_ids: frozenset
-    layout: str = "bert"
-
-    @classmethod
-    def from_tokens(cls, tokens, sentencepiece=False):
-        """Builds it from a vocabulary list (index = id), as in `vocab.txt`.
-
-        Args:
-            tokens: the vocabulary.
-            sentencepiece: the pieces of an ALBERT `spiece.model` (padding `<pad>`, words start with "▁").
-        """
-        index = {}
-        for i, token in enumerate(tokens):
-            index.setdefault(token, i)
-        pad = "<pad>" if sentencepiece else "[PAD]"
-        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]", pad) if t not in index]
-        if missing:
-            raise ValueError(f"vocabulary lacks {', '.join(missing)}, needed for pre-training data")
-        continuation = is_sentencepiece_continuation(tokens) if sentencepiece else is_suffix_piece(tokens)
-        suffix = frozenset(np.flatnonzero(continuation).tolist())
-        return cls(len(tokens), index["[CLS]"], index["[SEP]"], index["[MASK]"], index[pad], suffix)
-
-    @classmethod
-    def from_tokenizer(cls, tokenizer):
-        """Builds it from an `official_bert.text.BertTokenizer`, ALBERT's `SentencepieceTokenizer` or RoBERTa's
-        `BytePairTokenizer` (its `<s>`, `</s>`, `<mask>`, `<pad>`; no whole words; the "roberta" layout)."""
-        from official_bert.text.bpe_tokenizer import BytePairTokenizer
-        from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
-
-        if isinstance(tokenizer, BytePairTokenizer):
-            special = tokenizer.get_special_tokens_dict()
-            if "mask_id" not in special:
-                raise ValueError("vocabulary lacks <mask>, needed for pre-training data")
-            return cls(special["vocab_size"], special["start_of_sequence_id"], special["end_of_segment_id"],
-                       special["mask_id"], special["padding_id"], frozenset(), layout="roberta")
-        return cls.from_tokens(tokenizer.get_vocab(), isinstance(tokenizer, SentencepieceTokenizer))
-
-    def is_suffix_table(self):
-        """bool array (vocab_size,): True on `##` pieces."""
-        table = np.zeros(self.vocab_size, bool)
-        table[list(self.suffix_ids)] = True
-        return table
-
-
-def tokenize_documents(tokenizer, documents, batch_size=1024):
-    """Tokenizes documents in large batches (see `official_bert.text.dataset.tokenize_dataset`).
-
-    Sentences that give no tokens (e.g. only control characters) are dropped, and then documents with no
-    sentence left, as in the original.
-
-    Args:
-        tokenizer: a `BertTokenizer` (or ALBERT's `SentencepieceTokenizer`).
-        documents: list of documents, each a list of str.
-        batch_size: sentences per tokenizer call.
-
-    Returns:
-        `(tokenized, num_empty_sentences)`: tokenized is a list of documents, each a list of sentences,
-        each a non-empty list of int ids.
-    """
-    from official_bert.text.dataset import tokenize_dataset
-
-    sentences = [s for document in documents for s in document]
-    if not sentences:
-        return [], 0
-    values, lengths = [], []
-    for batch in tokenize_dataset(tokenizer, sentences, batch_size):
-        values.append(batch.values.numpy())
-        lengths.append(np.diff(batch.row_splits.numpy()))
-    values = np.concatenate(values).tolist()
-    starts = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]).tolist()
-    tokenized, sentence, empty = [], 0, 0
-    for document in documents:
-        pieces = []
-        for _ in document:
-            begin, end = starts[sentence], starts[sentence + 1]
-            sentence += 1
-            if end > begin:
-                pieces.append(values[begin:end])
-            else:
-                empty += 1
-        if pieces:
-            tokenized.append(pieces)
-    return tokenized, empty
+from official_bert.data.pretraining_masking import create_masked_lm_predictions
 
 
 @dataclasses.dataclass
@@ -262,107 +158,6 @@ def _random_other_document(num_documents, document_index, rng):
         return document_index
     other = rng.randint(0, num_documents - 2)
     return other + 1 if other >= document_index else other
-
-
-def create_masked_lm_predictions(tokens, masked_lm_prob, max_predictions_per_seq, vocab, rng,
-                                 do_whole_word_mask=False, ngram_masking=False, ngram_draws=None):
-    """Chooses and corrupts the masked-LM positions of one sequence.
-
-    Args:
-        tokens: list of int ids with [CLS]/[SEP].
-        masked_lm_prob: fraction of tokens to predict.
-        max_predictions_per_seq: cap on predictions.
-        vocab: a `MaskingVocab`.
-        rng: a `random.Random`.
-        do_whole_word_mask: choose whole words (a piece and the `##` pieces right after it).
-        ngram_masking: choose ALBERT's spans of 1 to 3 words (see the module notes).
-        ngram_draws: with `ngram_masking`, a `collections.Counter` to which the drawn length of every span
-            with all lengths open (3 or more words left from its start) is added (statistics).
-
-    Returns:
-        `(output_tokens, positions, labels)`: the corrupted copy of `tokens`, the sorted predicted positions
-        and the original ids there. Without whole-word masking there are exactly
-        `min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))` positions; with it (or
-        n-grams), words that would overshoot that number are skipped, so there may be fewer.
-    """
-    words = []  # lists of candidate positions, one per word (or per token)
-    for i, token in enumerate(tokens):
-        if token == vocab.cls_id or token == vocab.sep_id:
-            continue
-        if do_whole_word_mask and words and words[-1][-1] == i - 1 and token in vocab.suffix_ids:
-            words[-1].append(i)
-        else:
-            words.append([i])
-    num_to_predict = min(max_predictions_per_seq, max(1, int(round(len(tokens) * masked_lm_prob))))
-    output = list(tokens)
-    if ngram_masking:
-        positions = _ngram_positions(words, num_to_predict, rng, ngram_draws)
-        for index in positions:
-            _corrupt(output, index, vocab, rng)
-        positions.sort()
-        return output, positions, [tokens[p] for p in positions]
-    positions = []
-    for word in _lazy_shuffle(words, rng):  # the words in random order, drawn only as far as needed
-        if len(positions) >= num_to_predict:
-            break
-        if len(positions) + len(word) > num_to_predict:
-            continue
-        for index in word:
-            _corrupt(output, index, vocab, rng)
-            positions.append(index)
-    positions.sort()
-    return output, positions, [tokens[p] for p in positions]
-
-
-def _corrupt(output, index, vocab, rng):
-    """The recipe's corruption of a predicted token, in place: [MASK] 80%, unchanged 10%, a random id 10%."""
-    if rng.random() < 0.8:
-        output[index] = vocab.mask_id
-    elif rng.random() < 0.5:
-        pass  # 10%: unchanged
-    else:
-        output[index] = rng.randint(0, vocab.vocab_size - 1)  # 10%: a random id
-
-
-MAX_NGRAM = 3
-NGRAM_PROBS = tuple((1 / n) / sum(1 / k for k in range(1, MAX_NGRAM + 1)) for n in range(1, MAX_NGRAM + 1))
-
-
-def _ngram_positions(words, num_to_predict, rng, ngram_draws=None):
-    """ALBERT's n-gram choice: positions of spans of 1..3 consecutive words, in the order chosen.
-
-    Span starts are visited in random order; the span's length n is drawn with probability 1/n normalised
-    over the lengths that fit before the last word, then shortened while it overshoots `num_to_predict`;
-    a span that still overshoots or overlaps a chosen one is skipped.
-    """
-    starts = list(range(len(words)))
-    rng.shuffle(starts)
-    chosen, covered = [], set()
-    for start in starts:
-        if len(chosen) >= num_to_predict:
-            break
-        open_lengths = min(MAX_NGRAM, len(words) - start)
-        n = rng.choices(range(1, open_lengths + 1), weights=NGRAM_PROBS[:open_lengths])[0]
-        if ngram_draws is not None and open_lengths == MAX_NGRAM:
-            ngram_draws[n] += 1
-        span = [i for word in words[start:start + n] for i in word]
-        while len(chosen) + len(span) > num_to_predict and n > 1:
-            n -= 1
-            span = [i for word in words[start:start + n] for i in word]
-        if len(chosen) + len(span) > num_to_predict or covered.intersection(span):
-            continue
-        covered.update(span)
-        chosen.extend(span)
-    return chosen
-
-
-def _lazy_shuffle(items, rng):
-    """Yields `items` (a list, permuted in place) in uniformly random order: Fisher-Yates, one draw per item taken."""
-    n = len(items)
-    for i in range(n):
-        j = rng.randrange(i, n)
-        items[i], items[j] = items[j], items[i]
-        yield items[i]
 
 
 def mask_pair(pair, masked_lm_prob, max_predictions_per_seq, vocab, rng, do_whole_word_mask=False,

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from official_bert.data.pretraining_instances import MAX_NGRAM, NGRAM_PROBS
+from official_bert.data.pretraining_masking import MAX_NGRAM, NGRAM_PROBS
 
 # The recipe's corruption of a predicted token: 80% [MASK], 10% unchanged, 10% a uniformly random id.
 MASK_PROB, KEEP_PROB, RANDOM_PROB = 0.8, 0.1, 0.1

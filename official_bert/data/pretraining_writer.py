@@ -14,6 +14,7 @@ import multiprocessing
 import time
 
 from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_vocab import MaskingVocab, tokenize_documents
 from official_bert.data.pretraining_records import ShardedRecordWriter, instances_to_arrays, serialize_arrays
 from official_bert.data.pretraining_stats import MaskingStatistics
 from official_bert.data.sentence_corpus import document_chunks
@@ -71,7 +72,7 @@ class ChunkProcessor:
                         config.short_seq_prob)
         self.config = config
         self.tokenizer = tokenizer_from_files(config.vocab_file, config.do_lower_case)
-        self.vocab = pi.MaskingVocab.from_tokenizer(self.tokenizer)
+        self.vocab = MaskingVocab.from_tokenizer(self.tokenizer)
 
     def new_statistics(self):
         c = self.config
@@ -80,7 +81,7 @@ class ChunkProcessor:
 
     def __call__(self, chunk_index, documents):
         c = self.config
-        tokenized, empty = pi.tokenize_documents(self.tokenizer, documents, c.tokenize_batch_size)
+        tokenized, empty = tokenize_documents(self.tokenizer, documents, c.tokenize_batch_size)
         targets, ngram_draws = [], collections.Counter()
         instances = pi.create_instances(tokenized, c.max_seq_length, c.short_seq_prob, c.masked_lm_prob,
                                         c.max_predictions_per_seq, self.vocab, pi.chunk_rng(c.random_seed, chunk_index),

@@ -9,13 +9,15 @@ import random
 import pytest
 
 from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_masking import NGRAM_PROBS
+from official_bert.data.pretraining_vocab import MaskingVocab, tokenize_documents
 from official_bert.data.pretraining_records import instances_to_arrays
 from official_bert.data.pretraining_stats import MaskingStatistics
 from official_bert.data.sentence_corpus import squad_documents
 
 MAX_SEQ, MAX_PRED, PROB, SHORT = 64, 10, 0.15, 0.1
 # Ids 0..4 special, then every sentence of the synthetic corpus has its own increasing ids (order is visible).
-VOCAB = pi.MaskingVocab(vocab_size=100_000, cls_id=1, sep_id=2, mask_id=3, pad_id=0, suffix_ids=frozenset())
+VOCAB = MaskingVocab(vocab_size=100_000, cls_id=1, sep_id=2, mask_id=3, pad_id=0, suffix_ids=frozenset())
 
 
 def _within(hits, n, p, sigmas=4.0):
@@ -67,9 +69,9 @@ def squad_instances(shared_data):
     from official_bert.text import BertTokenizer
 
     tokenizer = BertTokenizer(vocab_file=str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"))
-    vocab = pi.MaskingVocab.from_tokenizer(tokenizer)
+    vocab = MaskingVocab.from_tokenizer(tokenizer)
     text = squad_documents(shared_data / "squad" / "v1.1" / "dev-v1.1.json", max_documents=300)
-    documents, _ = pi.tokenize_documents(tokenizer, text)
+    documents, _ = tokenize_documents(tokenizer, text)
     targets, draws = [], collections.Counter()
     instances = pi.create_instances(documents, MAX_SEQ, SHORT, PROB, MAX_PRED, vocab, random.Random(2), dupe_factor=2,
                                     do_whole_word_mask=True, document_targets=targets, sentence_order=True,
@@ -82,7 +84,7 @@ def test_ngram_spans_follow_albert_lengths_and_statistics_agree(squad_instances)
     spans = sum(draws.values())
     assert spans > 3000 and set(draws) == {1, 2, 3}
     for n, p in zip((1, 2, 3), (6 / 11, 3 / 11, 2 / 11)):
-        assert pi.NGRAM_PROBS[n - 1] == pytest.approx(p)
+        assert NGRAM_PROBS[n - 1] == pytest.approx(p)
         _within(draws[n], spans, p)
     stats = MaskingStatistics(vocab, PROB, MAX_PRED, do_whole_word_mask=True, sentence_order=True, ngram_masking=True)
     stats.update(instances_to_arrays(instances, MAX_SEQ, MAX_PRED))
@@ -147,12 +149,12 @@ def test_spiece_model_pretraining_data_tokenizes_as_albert_and_masks_whole_words
     from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
 
     tokenizer = SentencepieceTokenizer(model_file=str(spiece_model))
-    vocab = pi.MaskingVocab.from_tokenizer(tokenizer)
+    vocab = MaskingVocab.from_tokenizer(tokenizer)
     assert vocab.pad_id == tokenizer.get_special_tokens_dict()["padding_id"]
     pieces = tokenizer.get_vocab()
     assert all(not pieces[i].startswith("▁") for i in vocab.suffix_ids) and len(vocab.suffix_ids) > 100
     text = squad_documents(shared_data / "squad" / "v1.1" / "dev-v1.1.json", max_documents=300)
-    documents, empty = pi.tokenize_documents(tokenizer, text)
+    documents, empty = tokenize_documents(tokenizer, text)
     reference = transformers.AlbertTokenizerFast.from_pretrained(str(spiece_model.parent))
     expected = [[ids for ids in reference(document, add_special_tokens=False)["input_ids"] if ids]
                 for document in text]

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_vocab import MaskingVocab, tokenize_documents
 from official_bert.data.dynamic_masking import mask_tokens
 from official_bert.data.pretraining_dataset import dynamic_masking_dataset, pretraining_dataset
 from official_bert.data.pretraining_records import ShardedRecordWriter, instances_to_arrays, output_paths, \
@@ -40,7 +41,7 @@ def tokenizer(shared_data):
 
 @pytest.fixture(scope="module")
 def vocab(tokenizer):
-    return pi.MaskingVocab.from_tokenizer(tokenizer)
+    return MaskingVocab.from_tokenizer(tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def squad_text(shared_data):
 
 @pytest.fixture(scope="module")
 def instances(squad_text, tokenizer, vocab):
-    documents, _ = pi.tokenize_documents(tokenizer, squad_text[:150])
+    documents, _ = tokenize_documents(tokenizer, squad_text[:150])
     return pi.create_instances(documents, MAX_SEQ, 0.1, PROB, MAX_PRED, vocab, random.Random(5))
 
 

@@ -12,6 +12,8 @@ import pytest
 from scipy import stats
 
 from official_bert.data import pretraining_instances as pi
+from official_bert.data.pretraining_masking import create_masked_lm_predictions
+from official_bert.data.pretraining_vocab import MaskingVocab, tokenize_documents
 from official_bert.data.pretraining_records import instances_to_arrays
 from official_bert.data.pretraining_stats import MaskingStatistics
 from official_bert.data import sentence_corpus as sc
@@ -34,14 +36,14 @@ def tokenizer(shared_data):
 
 @pytest.fixture(scope="module")
 def vocab(tokenizer):
-    return pi.MaskingVocab.from_tokenizer(tokenizer)
+    return MaskingVocab.from_tokenizer(tokenizer)
 
 
 @pytest.fixture(scope="module")
 def documents(shared_data, tokenizer):
     """600 SQuAD paragraphs, one document each, tokenized: about 1,000 instances per pass at length 128."""
     text = squad_documents(shared_data / "squad" / "v1.1" / "dev-v1.1.json", max_documents=600)
-    tokenized, empty = pi.tokenize_documents(tokenizer, text)
+    tokenized, empty = tokenize_documents(tokenizer, text)
     assert empty == 0 and len(tokenized) == 600
     return tokenized
 
@@ -95,7 +97,7 @@ def test_bad_input_names_file_and_line(tmp_path):
 
 def test_tokenize_documents_batches_and_drops_empty_sentences(tokenizer):
     docs = [["Hello world!", "\x01\x02"], ["\x03"], ["Good morning.", "Bye"]]
-    tokenized, empty = pi.tokenize_documents(tokenizer, docs, batch_size=2)
+    tokenized, empty = tokenize_documents(tokenizer, docs, batch_size=2)
     expected = [[tokenizer(np.array([s])).to_list()[0]] for s in ("Hello world!",)]
     expected.append([tokenizer(np.array([s])).to_list()[0] for s in ("Good morning.", "Bye")])
     assert tokenized == expected and empty == 2  # the control-character lines give no tokens: dropped
@@ -182,7 +184,7 @@ def test_whole_word_masking_never_masks_part_of_a_word(pairs_and_instances, voca
     outcome = {"mask": 0, "other": 0}
     short = 0
     for _, pair, _ in rows:
-        tokens, positions, labels = pi.create_masked_lm_predictions(pair.tokens, PROB, MAX_PRED, vocab, rng,
+        tokens, positions, labels = create_masked_lm_predictions(pair.tokens, PROB, MAX_PRED, vocab, rng,
                                                                     do_whole_word_mask=True)
         chosen = set(positions)
         special = {vocab.cls_id, vocab.sep_id}
@@ -212,11 +214,11 @@ def test_masking_count_rule_edges(vocab):
     rng = random.Random(0)
     cls, sep = vocab.cls_id, vocab.sep_id
     five = [cls, 2000, sep, 2001, sep]  # 5 x 0.15 = 0.75 -> 1
-    assert len(pi.create_masked_lm_predictions(five, 0.15, 20, vocab, rng)[1]) == 1
+    assert len(create_masked_lm_predictions(five, 0.15, 20, vocab, rng)[1]) == 1
     ten = [cls] + list(range(2000, 2007)) + [sep, sep]  # 10 x 0.25 = 2.5 -> 2 (round half to even)
-    assert len(pi.create_masked_lm_predictions(ten, 0.25, 20, vocab, rng)[1]) == 2
+    assert len(create_masked_lm_predictions(ten, 0.25, 20, vocab, rng)[1]) == 2
     long = [cls] + list(range(2000, 2200)) + [sep]  # 202 x 0.5 = 101 -> capped at 20
-    assert len(pi.create_masked_lm_predictions(long, 0.5, 20, vocab, rng)[1]) == 20
+    assert len(create_masked_lm_predictions(long, 0.5, 20, vocab, rng)[1]) == 20
 
 
 def test_truncate_seq_pair_trims_the_longer_from_either_end():

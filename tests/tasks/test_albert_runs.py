@@ -207,7 +207,7 @@ def test_mlm_sop_from_text_files_masks_whole_sentencepiece_words(checkpoint, sha
     """`run_pretraining --text_files` with ALBERT: its SentencePiece in the input pipeline, sentence-order pairs and
     whole-word masks (ALBERT's start-piece rule) drawn on the fly."""
     from official_bert.data.dynamic_masking import dynamic_masking_dataset
-    from official_bert.data.pretraining_instances import MaskingVocab
+    from official_bert.data.pretraining_vocab import MaskingVocab
     from official_bert.tasks.pretraining import PretrainingTask
     from official_bert.text.sentencepiece_tokenizer import load_sentencepiece_tokenizer
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from official_bert.data.pretraining_dataset import pretraining_dataset
-from official_bert.data.pretraining_instances import MaskingVocab
+from official_bert.data.pretraining_vocab import MaskingVocab
 from official_bert.data.pretraining_records import output_paths
 from official_bert.data.pretraining_stats import MaskingStatistics
 from official_bert.data.pretraining_writer import PretrainingDataConfig, write_pretraining_records
