@@ -104,18 +104,17 @@ def _ours(workload, batch_size, steps, repeats, steps_per_loop=1, dropout=0.1, a
     import numpy as np
 
     from official_bert import BertConfig, BertEncoder, BertPretrainer
-    from official_bert.layers.attention import set_fused_attention
     from official_bert.models.pretrainer import split_features
     from official_bert.models import BertSpanLabeler
     from official_bert.optimization import create_optimizer
 
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    set_fused_attention(fused_attention)  # keras.ops.dot_product_attention where attention dropout is 0
     layers, hidden, heads, intermediate = SHAPES[WORKLOADS[workload][0]]
     config = BertConfig(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
                         intermediate_size=intermediate, hidden_dropout_prob=dropout,
                         attention_probs_dropout_prob=attention_dropout)
-    encoder = BertEncoder(config)
+    # fused_attention: keras.ops.dot_product_attention where attention dropout is 0
+    encoder = BertEncoder(config, fused_attention=fused_attention)
     batch = synthetic_batch(workload, batch_size)
     optimizer = create_optimizer(1e-4, 10_000, 1_000, clip_norm=1.0)
     if workload == "pretrain":

@@ -15,7 +15,7 @@ class ClassifierModule(ServingModule):
     - regression (STS-B): `score` [batch] float32.
 
     The raw-text signatures run the encoder on the request's longest text, not on `seq_length` pieces, and every
-    layer's dense matmuls on its real tokens only when the batch has padding (`BertClassifier.call_real_tokens`;
+    layer's dense matmuls on its real tokens only when the batch has padding (`model(..., real_tokens=True)`;
     a tf.cond picks the plain model for a batch without): the padding is masked out of
     attention and the answer comes from [CLS], so only the compute changes (a short single-text request costs its
     own length; a batch, its texts' total length). `serve_tokens` and the TFLite function run the model as it is
@@ -38,7 +38,8 @@ class ClassifierModule(ServingModule):
         super().__init__(preprocessor, text_features, assets, name="classifier", jit_compile=jit_compile)
         self.model = model
         self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
-            lambda inputs: self.model(inputs, training=False), lambda inputs: self.model.call_real_tokens(inputs),
+            lambda inputs: self.model(inputs, training=False),
+            lambda inputs: self.model(inputs, training=False, real_tokens=True),
             jit_compile, per_token=False)
         self.is_regression = bool(is_regression)
         self.label_names = [str(name) for name in label_names]

@@ -140,7 +140,8 @@ class TaggerModule(ServingModule):
         super().__init__(preprocessor, ("text",), assets, name="tagger", jit_compile=jit_compile)
         self.model = model
         self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
-            lambda inputs: self.model(inputs, training=False), lambda inputs: self.model.call_real_tokens(inputs),
+            lambda inputs: self.model(inputs, training=False),
+            lambda inputs: self.model(inputs, training=False, real_tokens=True),
             jit_compile)
         self.label_names = [str(name) for name in label_names]
         if model.num_labels != len(self.label_names):

@@ -148,13 +148,15 @@ def write_tokenizer_config(directory, lower_case, vocab_file=None):
                {"do_lower_case": bool(lower_case), "tokenizer_class": HF_TOKENIZER_CLASSES[tokenizer_kind(vocab_file)]})
 
 
-def build_task_model(kind, config, info):
+def build_task_model(kind, config, info, train_on_real_tokens=True):
     """The untrained task model of a kind, shaped by the task's facts.
 
     Args:
         kind: one of `KINDS`.
         config: the `BertConfig`.
         info: task.json's fields (`num_classes` / `is_regression` / `label_names`; pre-training: `objective`).
+        train_on_real_tokens: whether a model that can (classifier, token classifier, span labeler) trains on each
+            batch's real tokens only (`RealTokenTraining`).
     """
     from official_bert.models.encoder import BertEncoder
 
@@ -163,15 +165,15 @@ def build_task_model(kind, config, info):
         from official_bert.models.classifier import BertClassifier
 
         num_outputs = 1 if info.get("is_regression") else len(info["label_names"])
-        return BertClassifier(encoder, info.get("num_classes", num_outputs))
+        return BertClassifier(encoder, info.get("num_classes", num_outputs), train_on_real_tokens=train_on_real_tokens)
     if kind == TAGGING:
         from official_bert.models.token_classifier import BertTokenClassifier
 
-        return BertTokenClassifier(encoder, len(info["label_names"]))
+        return BertTokenClassifier(encoder, len(info["label_names"]), train_on_real_tokens=train_on_real_tokens)
     if kind == SQUAD:
         from official_bert.models.span_labeler import BertSpanLabeler
 
-        return BertSpanLabeler(encoder)
+        return BertSpanLabeler(encoder, train_on_real_tokens=train_on_real_tokens)
     if kind == MULTIPLE_CHOICE:
         from official_bert.models.multiple_choice import BertMultipleChoice
 

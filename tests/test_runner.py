@@ -1,5 +1,6 @@
 """The runner runs a task in-process, from a RunConfig, with no flags."""
 
+import dataclasses
 import json
 
 from official_bert.runner import RunConfig, run
@@ -37,3 +38,32 @@ def test_train_on_real_tokens_false_trains_on_the_padded_batch(shared_data, tiny
         training_calls.clear()
         run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
         assert (True in training_calls) == real_tokens  # traced once into the training step when it is used
+
+
+def test_a_mixed_precision_run_leaves_the_global_dtype_policy_as_it_found_it(shared_data, tiny_checkpoint, tmp_path,
+                                                                            monkeypatch):
+    import keras
+    import pytest
+
+    from official_bert import model_dir as model_dirs
+
+    before = keras.mixed_precision.global_policy().name
+    config = RunConfig(model_dir=str(tmp_path / "bf16"), init_checkpoint=str(tiny_checkpoint), max_seq_length=32,
+                       train_batch_size=8, num_train_steps=1, do_eval=False, mixed_precision="bfloat16")
+    seen = []
+    build = model_dirs.build_task_model
+    monkeypatch.setattr(model_dirs, "build_task_model",
+                        lambda *args, **kwargs: seen.append(keras.mixed_precision.global_policy().name) or
+                        build(*args, **kwargs))
+    run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+    assert seen == ["mixed_bfloat16"]  # the run's own policy, while it ran
+    assert keras.mixed_precision.global_policy().name == before
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("a failing build")
+
+    monkeypatch.setattr(model_dirs, "build_task_model", fails)
+    config = dataclasses.replace(config, model_dir=str(tmp_path / "fails"))
+    with pytest.raises(RuntimeError, match="a failing build"):
+        run(ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC")), config)
+    assert keras.mixed_precision.global_policy().name == before  # also when the run raises

@@ -8,27 +8,37 @@ import keras
 _SQRT_2 = math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _TANH_CUBIC = 0.044715
+TANH_GELUS = ("gelu_new", "gelu_pytorch_tanh", "gelu_fast")  # configs' names of the tanh approximation
 
 
-def _exact_gelu_slope(x):
-    """The derivative of GELU x * Phi(x): Phi(x) + x * phi(x), for float32 `x`."""
+def gelu_value(x, approximate):
+    """GELU x * Phi(x) (`approximate`: the tanh approximation), as the backend's own op (TensorFlow: `tf.nn.gelu`,
+    which computes the exact form as 0.5 x erfc(-x / sqrt(2))); any shape and float dtype."""
+    return keras.activations.gelu(x, approximate=approximate)
+
+
+def gelu_slope(x, approximate):
+    """The derivative of `gelu_value` at float32 `x`: Phi(x) + x * phi(x); for the tanh approximation
+    0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), its own derivative."""
     ops = keras.ops
-    cdf = 0.5 * (1.0 + ops.erf(x / _SQRT_2))  # Phi(x)
+    if approximate:
+        t = ops.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * ops.square(x)))
+        du_dx = _SQRT_2_OVER_PI * (1.0 + 3 * _TANH_CUBIC * ops.square(x))
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - ops.square(t)) * du_dx
+    cdf = 0.5 * ops.erfc(-x / _SQRT_2)  # Phi(x), without 1 + erf's cancellation below 0
     pdf = ops.exp(-0.5 * ops.square(x)) / math.sqrt(2.0 * math.pi)  # phi(x)
     return cdf + x * pdf
 
 
-def _tanh_gelu_slope(x):
-    """The derivative of the tanh approximation 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3)."""
-    ops = keras.ops
-    t = ops.tanh(_SQRT_2_OVER_PI * (x + _TANH_CUBIC * x * ops.square(x)))
-    du_dx = _SQRT_2_OVER_PI * (1.0 + 3 * _TANH_CUBIC * ops.square(x))
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - ops.square(t)) * du_dx
+def gelu_approximates(name):
+    """Whether the config's activation `name` is the tanh-approximated GELU (True), the exact one (False), or not
+    a GELU (None)."""
+    return True if name in TANH_GELUS else False if name == "gelu" else None
 
 
-def _float32_gelu(forward, slope_of):
-    """A GELU (`forward`) computed in float32, rounded once to the input's dtype, whose gradient keeps only the
-    input and takes the slope from `slope_of`.
+def _float32_gelu(approximate):
+    """A GELU computed in float32, rounded once to the input's dtype, whose gradient keeps only the input and
+    takes the slope from `gelu_slope`.
 
     Under mixed precision the feed-forward activation arrives in bfloat16 / float16. TensorFlow's CPU kernels
     for erf/tanh in those types are several times slower than in float32 (exact GELU on a (128, 1536) bfloat16
@@ -38,12 +48,12 @@ def _float32_gelu(forward, slope_of):
     """
     @keras.ops.custom_gradient
     def gelu(x):
-        value = forward(keras.ops.cast(x, "float32"))
+        value = gelu_value(keras.ops.cast(x, "float32"), approximate)
 
         def grad(*args, upstream=None):
             if upstream is None:
                 (upstream,) = args
-            slope = slope_of(keras.ops.cast(x, "float32"))
+            slope = gelu_slope(keras.ops.cast(x, "float32"), approximate)
             return keras.ops.cast(keras.ops.cast(upstream, "float32") * slope, x.dtype)
 
         return keras.ops.cast(value, x.dtype), grad
@@ -51,8 +61,8 @@ def _float32_gelu(forward, slope_of):
     return gelu
 
 
-_exact_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=False), _exact_gelu_slope)
-_tanh_gelu = _float32_gelu(lambda x: keras.activations.gelu(x, approximate=True), _tanh_gelu_slope)
+_exact_gelu = _float32_gelu(approximate=False)
+_tanh_gelu = _float32_gelu(approximate=True)
 
 
 def get_activation(name: str):
@@ -63,10 +73,9 @@ def get_activation(name: str):
             "gelu_fast" (tanh approximation), "relu", "silu" / "swish" or "tanh". The GELUs compute in float32
             under mixed precision (see `_float32_gelu`).
     """
-    if name == "gelu":
-        return _exact_gelu
-    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
-        return _tanh_gelu
+    approximate = gelu_approximates(name)
+    if approximate is not None:
+        return _tanh_gelu if approximate else _exact_gelu
     if name in ("silu", "swish"):
         return keras.activations.silu
     if name in ("relu", "tanh"):
@@ -83,8 +92,7 @@ def get_fusable_activation(name: str):
     Args:
         name: as for `get_activation`.
     """
-    if name == "gelu":
-        return lambda x: keras.activations.gelu(x, approximate=False)
-    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
-        return lambda x: keras.activations.gelu(x, approximate=True)
+    approximate = gelu_approximates(name)
+    if approximate is not None:
+        return lambda x: gelu_value(x, approximate)
     return get_activation(name)

@@ -1,12 +1,11 @@
 """BertSelfAttention: multi-head self-attention with the softmax in float32, or Keras' fused attention on request.
 
 By default the scores, mask and softmax are computed by einsums in float32 (BERT's numerics, checked against
-transformers). After `set_fused_attention(True)`, inference and dropout-free training call
-`keras.ops.dot_product_attention` instead: one fused op that the backend may run as flash attention (JAX on GPU
-with bfloat16 inputs: cuDNN's kernel), at the backend's own softmax precision; `keras.config.
-disable_flash_attention()` still forbids the flash kernel inside it. Attention dropout has no fused form, so
-training with it keeps the einsum path. The switch is read when a layer is called (traced), so set it before
-building or compiling the model.
+transformers). A layer built with `fused_attention=True` (`BertEncoder(..., fused_attention=True)`) calls
+`keras.ops.dot_product_attention` instead in inference and dropout-free training: one fused op that the backend may
+run as flash attention (JAX on GPU with bfloat16 inputs: cuDNN's kernel), at the backend's own softmax precision;
+`keras.config.disable_flash_attention()` still forbids the flash kernel inside it. Attention dropout has no fused
+form, so training with it keeps the einsum path.
 """
 
 import math
@@ -15,20 +14,7 @@ import keras
 from keras import ops
 
 from official_bert.layers.matmul_dense import dense_2d
-
-_fused_attention = False
-
-
-def set_fused_attention(enabled):
-    """Makes every `BertSelfAttention` called from now on use `keras.ops.dot_product_attention` where it can
-    (see the module notes); False restores the float32 einsum path."""
-    global _fused_attention
-    _fused_attention = bool(enabled)
-
-
-def fused_attention_enabled():
-    """Whether `set_fused_attention(True)` is in force."""
-    return _fused_attention
+from official_bert.layers.real_tokens import token_layout
 
 
 class BertSelfAttention(keras.layers.Layer):
@@ -47,10 +33,14 @@ class BertSelfAttention(keras.layers.Layer):
         dropout_rate: dropout on the attention probabilities.
         initializer_range: stddev of the truncated-normal kernel initializer.
         num_kept_heads: heads this layer has, in 1..A; None: all A.
+        fused_attention: use `keras.ops.dot_product_attention` where there is no attention dropout to apply (see
+            the module notes).
     """
 
-    def __init__(self, hidden_size, num_heads, dropout_rate, initializer_range, num_kept_heads=None, **kwargs):
+    def __init__(self, hidden_size, num_heads, dropout_rate, initializer_range, num_kept_heads=None,
+                 fused_attention=False, **kwargs):
         super().__init__(**kwargs)
+        self.fused_attention = bool(fused_attention)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
         self.num_kept_heads = num_heads if num_kept_heads is None else int(num_kept_heads)
@@ -77,37 +67,27 @@ class BertSelfAttention(keras.layers.Layer):
         self.built = True
 
     def uses_fused_attention(self, training):
-        """Whether a call runs `keras.ops.dot_product_attention`: `set_fused_attention(True)` and no attention dropout
-        to apply."""
-        return _fused_attention and (not training or self.dropout_rate == 0)
+        """Whether a call runs `keras.ops.dot_product_attention`: `fused_attention` and no attention dropout to
+        apply."""
+        return self.fused_attention and (not training or self.dropout_rate == 0)
 
     def call(self, hidden_states, attention_mask, training=None):
         """Args:
-            hidden_states: (batch, seq, hidden).
-            attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding (never attended to).
+            hidden_states: (batch, seq, hidden); or (1, tokens, hidden), a batch's real tokens packed in one row
+                (`RealTokens.pack`).
+            attention_mask: (batch, seq) int, 1 for real tokens and 0 for padding (never attended to); or the
+                batch's `official_bert.layers.real_tokens.RealTokens` for packed rows.
+
+        Returns: hidden_states' shape, (..., hidden).
         """
-        query = dense_2d(self.query, hidden_states)  # (batch, seq, kept heads, head_size)
-        key = dense_2d(self.key, hidden_states)  # (batch, seq, kept heads, head_size)
-        value = dense_2d(self.value, hidden_states)  # (batch, seq, kept heads, head_size)
-        context = self._attend(query, key, value, attention_mask, training)  # (batch, seq, kept heads, head_size)
-        return dense_2d(self.output_dense, context)  # (batch, seq, hidden)
-
-    def call_real_tokens(self, hidden_rows, real_tokens, training=False):
-        """`call` on a batch's real tokens only: the projections run on their rows, the attention on the layouts
-        they are gathered back to (`RealTokens.unpack_for_attention`: the input's (batch, seq), or length groups).
-
-        Args:
-            hidden_rows: (1, tokens, hidden), the real tokens (`real_tokens.pack` of the padded input).
-            real_tokens: the batch's `official_bert.layers.real_tokens.RealTokens`.
-            training: whether to apply the attention dropout.
-
-        Returns: (1, tokens, hidden), `call(...)` at the real tokens.
-        """
-        query, key, value = (real_tokens.unpack_for_attention(dense_2d(layer, hidden_rows))  # per layout
-                             for layer in (self.query, self.key, self.value))  # (sequences, length, heads, size)
-        contexts = [self._attend(*layout, training=training)
-                    for layout in zip(query, key, value, real_tokens.attention_masks)]
-        return dense_2d(self.output_dense, real_tokens.pack_attention_output(contexts))  # (1, tokens, hidden)
+        layout = token_layout(attention_mask)
+        # Per attention layout (`unpack_for_attention`: the padded batch, or length groups of the real tokens):
+        # (sequences, length, kept heads, head_size).
+        query, key, value = (layout.unpack_for_attention(dense_2d(layer, hidden_states))
+                             for layer in (self.query, self.key, self.value))
+        contexts = [self._attend(*attention_inputs, training=training)
+                    for attention_inputs in zip(query, key, value, layout.attention_masks)]
+        return dense_2d(self.output_dense, layout.pack_attention_output(contexts))  # (..., hidden)
 
     def _attend(self, query, key, value, attention_mask, training):
         """The heads' attention-weighted values, (batch, seq, kept heads, head_size), from the projected
@@ -154,5 +134,6 @@ class BertSelfAttention(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(hidden_size=self.hidden_size, num_heads=self.num_heads, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range, num_kept_heads=self.num_kept_heads)
+                      initializer_range=self.initializer_range, num_kept_heads=self.num_kept_heads,
+                      fused_attention=self.fused_attention)
         return config

@@ -23,11 +23,15 @@ class BertEmbeddings(keras.layers.Layer):
             (SQuAD's span logits) trains it and its gradient enlarges the global norm that clipping divides by.
         positions_after_padding: RoBERTa's position ids: `padding_id + 1 + i` on the i-th non-padding token and
             `padding_id` on padding (transformers' `create_position_ids_from_input_ids`); else `i` (BERT).
+        fused_training_kernels: training calls on TensorFlow run the LayerNorm as XLA kernels
+            (`official_bert.layers.fused_training_ops`).
     """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size, layer_norm_eps,
-                 dropout_rate, initializer_range, padding_id=0, positions_after_padding=False, **kwargs):
+                 dropout_rate, initializer_range, padding_id=0, positions_after_padding=False,
+                 fused_training_kernels=True, **kwargs):
         super().__init__(**kwargs)
+        self.fused_training_kernels = bool(fused_training_kernels)
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.max_position_embeddings = max_position_embeddings
@@ -97,7 +101,8 @@ class BertEmbeddings(keras.layers.Layer):
     def normalize(self, embeddings, training=None):
         """The LayerNorm, then dropout: (..., hidden) summed embeddings -> (..., hidden) in the compute dtype. The
         LayerNorm is one XLA kernel each way in a training call on TensorFlow (`fused_training_ops`)."""
-        return self.dropout(fused_training_ops.layer_norm(self.layer_norm, embeddings, training), training=training)
+        use_kernels = fused_training_ops.applies(self.fused_training_kernels, training)
+        return self.dropout(fused_training_ops.layer_norm(self.layer_norm, embeddings, use_kernels), training=training)
 
     def quantize_word_table(self):
         """Stores the word-piece table in int8 with a float32 scale per row (its largest magnitude / 127, as
@@ -125,5 +130,6 @@ class BertEmbeddings(keras.layers.Layer):
                       max_position_embeddings=self.max_position_embeddings, type_vocab_size=self.type_vocab_size,
                       layer_norm_eps=self.layer_norm_eps, dropout_rate=self.dropout_rate,
                       initializer_range=self.initializer_range, padding_id=self.padding_id,
-                      positions_after_padding=self.positions_after_padding)
+                      positions_after_padding=self.positions_after_padding,
+                      fused_training_kernels=self.fused_training_kernels)
         return config

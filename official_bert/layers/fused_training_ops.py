@@ -7,32 +7,25 @@ with XLA each direction is one fused loop. Measured on 2 CPU cores (TF 2.21), fp
 - LayerNorm forward + gradient on (32, 128, 384): 7.5 ms as `keras.layers.LayerNormalization`, 4.8 ms here;
 - one all-MiniLM-L6-v2 training step (batch 32, seq 128, forward + backward + AdamW): 1613-1705 -> 1467-1527 ms.
 
-Only training calls on the TensorFlow backend use them (`enabled(training)`). Inference keeps plain ops, so an
+Only training calls on the TensorFlow backend of layers built with `fused_training_kernels=True` (the default of
+`BertEncoder`, `TransformerBlock` and `BertEmbeddings`) use them (`applies`). Inference keeps plain ops, so an
 exported graph carries no XLA function and runs in stock TF Serving; on JAX the whole step is compiled anyway.
 XLA compiles each kernel once per input shape (30-190 ms each on 2 CPU cores); Keras traces the train step with
 a free sequence length, so a run with exact batch lengths compiles once per length it meets.
-`set_enabled(False)` returns to the plain ops.
+The GELU's formulas are `activations.gelu_value` and `activations.gelu_slope`, compiled here.
 """
 
 import functools
-import math
 
 import keras
 
-_enabled = True
+from official_bert.layers.activations import gelu_approximates, gelu_slope, gelu_value
 
 
-def set_enabled(enabled):
-    """Whether training calls on TensorFlow from now on use the XLA kernels (default True). Read when a layer is
-    called (traced): set it before building or compiling the model."""
-    global _enabled
-    _enabled = bool(enabled)
-
-
-def enabled(training):
-    """Whether a call with this `training` flag uses the kernels: a training call on the TensorFlow backend,
-    and `set_enabled` not turned off."""
-    return _enabled and bool(training) and keras.backend.backend() == "tensorflow"
+def applies(fused_training_kernels, training):
+    """Whether a call uses the kernels: a layer built with `fused_training_kernels`, a training call, and the
+    TensorFlow backend."""
+    return bool(fused_training_kernels) and bool(training) and keras.backend.backend() == "tensorflow"
 
 
 def gelu(hidden_act):
@@ -43,29 +36,26 @@ def gelu(hidden_act):
         hidden_act: a config's activation name ("gelu": exact erf form; "gelu_new", "gelu_pytorch_tanh",
             "gelu_fast": tanh approximation).
     """
-    if hidden_act == "gelu":
-        return _gelu_kernels(approximate=False)
-    if hidden_act in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
-        return _gelu_kernels(approximate=True)
-    return None
+    approximate = gelu_approximates(hidden_act)
+    return None if approximate is None else _gelu_kernels(approximate)
 
 
-def layer_norm(layer, inputs, training):
-    """`layer(inputs)` for a `keras.layers.LayerNormalization`; in a call that `enabled(training)`, one XLA kernel
+def layer_norm(layer, inputs, use_kernels):
+    """`layer(inputs)` for a `keras.layers.LayerNormalization`; where `use_kernels` (see `applies`), one XLA kernel
     each way, in float32, for a layer over the last axis with gamma and beta. A layer of another kind
     (rms_scaling, no center or scale, other axes), or another call, is run as Keras computes it.
 
     Args:
         layer: a built `keras.layers.LayerNormalization` of dtype float32.
         inputs: (..., width); cast to float32.
-        training: the call's training flag.
+        use_kernels: `applies(...)` for the call.
 
     Returns:
         (..., width) float32.
     """
     axis = layer.axis if isinstance(layer.axis, int) else (layer.axis[0] if len(layer.axis) == 1 else None)
     last_axis = axis == -1 or axis == len(inputs.shape) - 1
-    if not (enabled(training) and last_axis and layer.center and layer.scale and
+    if not (use_kernels and last_axis and layer.center and layer.scale and
             not getattr(layer, "rms_scaling", False)):
         return layer(inputs)
     import tensorflow as tf
@@ -89,28 +79,13 @@ def _gelu_kernels(approximate):
     """A `tf.custom_gradient` GELU whose forward and gradient are `jit_compile` functions."""
     import tensorflow as tf
 
-    sqrt_2, sqrt_2_over_pi, cubic = math.sqrt(2.0), math.sqrt(2.0 / math.pi), 0.044715
-
     @tf.function(jit_compile=True, reduce_retracing=True)
     def forward(x):  # any shape, any float dtype
-        x32 = tf.cast(x, tf.float32)
-        if approximate:
-            value = 0.5 * x32 * (1.0 + tf.tanh(sqrt_2_over_pi * (x32 + cubic * x32 * x32 * x32)))
-        else:
-            value = 0.5 * x32 * tf.math.erfc(-x32 / sqrt_2)  # no 1 + erf cancellation below 0
-        return tf.cast(value, x.dtype)
+        return tf.cast(gelu_value(tf.cast(x, tf.float32), approximate), x.dtype)
 
     @tf.function(jit_compile=True, reduce_retracing=True)
     def backward(x, upstream):  # the GELU's slope at x times upstream, in x's dtype
-        x32 = tf.cast(x, tf.float32)
-        if approximate:
-            t = tf.tanh(sqrt_2_over_pi * (x32 + cubic * x32 * x32 * x32))
-            du_dx = sqrt_2_over_pi * (1.0 + 3 * cubic * x32 * x32)
-            slope = 0.5 * (1.0 + t) + 0.5 * x32 * (1.0 - t * t) * du_dx
-        else:
-            cdf = 0.5 * tf.math.erfc(-x32 / sqrt_2)
-            pdf = tf.exp(-0.5 * x32 * x32) / math.sqrt(2.0 * math.pi)
-            slope = cdf + x32 * pdf
+        slope = gelu_slope(tf.cast(x, tf.float32), approximate)
         return tf.cast(tf.cast(upstream, tf.float32) * slope, x.dtype)
 
     @tf.custom_gradient

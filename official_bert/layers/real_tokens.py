@@ -1,5 +1,8 @@
 """RealTokens: a batch's real (unpadded) tokens packed into rows, and back; the encoder's padding-free inference.
 
+A layer's `call` takes either a (batch, seq) mask or a `RealTokens` (`token_layout`), and does the same math on
+both: a mask is the `PaddedTokens` layout, whose packing and unpacking change nothing.
+
 A served batch is padded to its longest text: on the SST-2 dev sentences in requests of 32, half the positions
 are padding. Every dense layer of a transformer block works on each position alone, so it can run on the real
 tokens only, packed into one row of (1, tokens, width): a batch of one sequence holding every real token, which
@@ -26,6 +29,41 @@ TRAINING_ROW_MULTIPLE = 64
 
 # For training on TensorFlow, the attention runs on this many groups of the batch's sequences, sorted by length.
 ATTENTION_GROUPS = 4
+
+
+def token_layout(mask_or_layout):
+    """The layout a layer's `call` runs on: a `RealTokens` (or `PaddedTokens`) as it is; a (batch, seq) attention
+    mask as `PaddedTokens(mask)`."""
+    return mask_or_layout if isinstance(mask_or_layout, (RealTokens, PaddedTokens)) else PaddedTokens(mask_or_layout)
+
+
+class PaddedTokens:
+    """The padded batch itself as a layout with `RealTokens`' methods, each the identity: every position is a row.
+
+    Args:
+        attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding.
+    """
+
+    def __init__(self, attention_mask):
+        self.attention_mask = attention_mask
+        self.attention_masks = [attention_mask]
+
+    def pack(self, padded):
+        return padded
+
+    def unpack(self, packed):
+        return packed
+
+    def first_tokens(self, hidden_states):
+        """(batch, seq, width) -> (batch, width)."""
+        return hidden_states[:, 0]
+
+    def unpack_for_attention(self, hidden_states):
+        return [hidden_states]
+
+    def pack_attention_output(self, outputs):
+        (output,) = outputs
+        return output
 
 
 class RealTokens:

@@ -25,12 +25,18 @@ class TransformerBlock(keras.layers.Layer):
         layer_norm_eps: LayerNorm epsilon.
         initializer_range: stddev of the truncated-normal kernel initializer.
         num_kept_heads: attention heads the block keeps after head pruning; None: all `num_heads`.
+        fused_attention: the attention's `keras.ops.dot_product_attention` path (see `BertSelfAttention`).
+        fused_training_kernels: training calls on TensorFlow run the GELU and LayerNorms as XLA kernels
+            (`official_bert.layers.fused_training_ops`).
     """
 
     def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act, hidden_dropout_prob,
-                 attention_probs_dropout_prob, layer_norm_eps, initializer_range, num_kept_heads=None, **kwargs):
+                 attention_probs_dropout_prob, layer_norm_eps, initializer_range, num_kept_heads=None,
+                 fused_attention=False, fused_training_kernels=True, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
+        self.fused_attention = bool(fused_attention)
+        self.fused_training_kernels = bool(fused_training_kernels)
         self.hidden_size = hidden_size
         self.num_heads = num_heads
         self.intermediate_size = intermediate_size
@@ -42,7 +48,8 @@ class TransformerBlock(keras.layers.Layer):
         self.num_kept_heads = num_heads if num_kept_heads is None else int(num_kept_heads)
         init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = BertSelfAttention(hidden_size, num_heads, attention_probs_dropout_prob, initializer_range,
-                                           num_kept_heads=self.num_kept_heads, name="attention")
+                                           num_kept_heads=self.num_kept_heads, fused_attention=fused_attention,
+                                           name="attention")
         self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, name="attention_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
@@ -64,42 +71,30 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(self, hidden_states, attention_mask, training=None):
         """Args:
-            hidden_states: (batch, seq, hidden) float32.
-            attention_mask: (batch, seq) int; 1 for real tokens, 0 for padding.
-        Returns: (batch, seq, hidden) float32.
+            hidden_states: (batch, seq, hidden) float32; or (1, tokens, hidden), a batch's real tokens packed in one
+                row (`RealTokens.pack`).
+            attention_mask: (batch, seq) int, 1 for real tokens and 0 for padding; or the batch's
+                `official_bert.layers.real_tokens.RealTokens` for packed rows.
+        Returns: hidden_states' shape, float32.
         """
-        attention_output = self.attention(hidden_states, attention_mask, training=training)
-        return self._after_attention(hidden_states, attention_output, training)
-
-    def call_real_tokens(self, hidden_rows, real_tokens, training=False):
-        """`call` on a batch's real tokens only (see `official_bert.layers.real_tokens`).
-
-        Args:
-            hidden_rows: (1, tokens, hidden) float32, the real tokens (`real_tokens.pack`).
-            real_tokens: the batch's `RealTokens`.
-            training: whether to apply dropout.
-        Returns: (1, tokens, hidden) float32, `call(...)` at the real tokens.
-        """
-        hidden_rows = keras.ops.cast(hidden_rows, "float32")
-        attention_output = self.attention.call_real_tokens(hidden_rows, real_tokens, training)
-        return self._after_attention(hidden_rows, attention_output, training)
-
-    def _after_attention(self, hidden_states, attention_output, training):
-        """Both residual sublayers after the attention: `LayerNorm(x + dropout(attention))`, then the feed-forward's
-        `LayerNorm(x + dropout(ffn(x)))`; (..., hidden) float32 in and out."""
-        layer_norm = fused_training_ops.layer_norm  # one XLA kernel each way in a training call on TensorFlow
+        # The sublayers' LayerNorms and GELU as one XLA kernel each way in a training call on TensorFlow.
+        use_kernels = fused_training_ops.applies(self.fused_training_kernels, training)
+        # A keyword: Keras takes only tensors positionally, and a `RealTokens` is not one.
+        attention_output = self.attention(hidden_states, attention_mask=attention_mask, training=training)
         attention_output = self.attention_dropout(attention_output, training=training)
-        hidden_states = layer_norm(self.attention_layer_norm,
-                                   hidden_states + keras.ops.cast(attention_output, "float32"), training)
-        layer_output = self.output_dropout(self._feed_forward(hidden_states, training), training=training)
-        return layer_norm(self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"), training)
+        hidden_states = fused_training_ops.layer_norm(
+            self.attention_layer_norm, hidden_states + keras.ops.cast(attention_output, "float32"), use_kernels)
+        layer_output = self.output_dropout(self._feed_forward(hidden_states, training, use_kernels),
+                                           training=training)
+        return fused_training_ops.layer_norm(
+            self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"), use_kernels)
 
-    def _feed_forward(self, hidden_states, training):
+    def _feed_forward(self, hidden_states, training, use_kernels):
         """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""
         on_tensorflow = keras.backend.backend() == "tensorflow"
         if not training and on_tensorflow:  # the GELU as the plain op, fused with the matmul and bias (`dense_2d`)
             activation = get_fusable_activation(self.hidden_act)
-        elif fused_training_ops.enabled(training):  # one XLA kernel each way (None: the layer's own)
+        elif use_kernels:  # one XLA kernel each way (None: the layer's own)
             activation = fused_training_ops.gelu(self.hidden_act)
         else:
             activation = None
@@ -116,5 +111,6 @@ class TransformerBlock(keras.layers.Layer):
                       hidden_dropout_prob=self.hidden_dropout_prob,
                       attention_probs_dropout_prob=self.attention_probs_dropout_prob,
                       layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range,
-                      num_kept_heads=self.num_kept_heads)
+                      num_kept_heads=self.num_kept_heads, fused_attention=self.fused_attention,
+                      fused_training_kernels=self.fused_training_kernels)
         return config

@@ -24,6 +24,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         num_classes: number of labels; 1 for regression.
         dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
             `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+        train_on_real_tokens: see `RealTokenTraining` (default True).
 
     Examples:
     ```python
@@ -64,19 +65,18 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         self.head = head
         self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
 
-    def call_real_tokens(self, inputs, training=False):
-        """`self(inputs, training=training)` with the encoder run on the real tokens only
-        (`BertEncoder.encode_packed`): the same logits up to float rounding (and dropout), at the real tokens'
-        share of the padded batch's compute. For served batches of unequal texts, and for training.
+    def real_token_outputs(self, inputs, rows, layout, training):
+        """The head on the encoder's packed rows (`RealTokenTraining.call` with `real_tokens`).
 
         Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
+            rows: (1, tokens, hidden), `BertEncoder.encode_packed`'s.
+            layout: the batch's `RealTokens`.
             training: whether to apply dropout.
 
         Returns: logits (batch, num_classes) float32.
         """
-        rows, real_tokens = self.encoder.encode_packed(inputs, training=training)
-        first_token = real_tokens.first_tokens(rows)  # (batch, hidden)
+        first_token = layout.first_tokens(rows)  # (batch, hidden)
         return _head_logits(self.encoder.config, first_token, self.encoder.pool(first_token), self.classifier_dropout,
                             self.pre_head, self.head, training=training)
 
@@ -93,7 +93,8 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,
-                "dropout_rate": self.dropout_rate, "name": self.name, "trainable": self.trainable}
+                "dropout_rate": self.dropout_rate, "train_on_real_tokens": self.train_on_real_tokens, "name": self.name,
+                "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

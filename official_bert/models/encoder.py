@@ -31,6 +31,10 @@ class BertEncoder(keras.Model):
 
     Args:
         config: a `BertConfig` (or its dict).
+        fused_attention: the blocks' attention runs `keras.ops.dot_product_attention` where there is no attention
+            dropout to apply (see `official_bert.layers.attention`); default the float32 einsum softmax.
+        fused_training_kernels: training calls on TensorFlow run the GELU and LayerNorms as XLA kernels
+            (`official_bert.layers.fused_training_ops`); False: the plain ops.
 
     Examples:
     ```python
@@ -40,7 +44,7 @@ class BertEncoder(keras.Model):
     ```
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, fused_attention=False, fused_training_kernels=True, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in ENCODER_INPUTS}
@@ -49,7 +53,8 @@ class BertEncoder(keras.Model):
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
             layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
             initializer_range=config.initializer_range, padding_id=config.pad_token_id,
-            positions_after_padding=config.is_roberta, name="embeddings")
+            positions_after_padding=config.is_roberta, fused_training_kernels=fused_training_kernels,
+            name="embeddings")
         blocks = [
             TransformerBlock(
                 hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
@@ -57,7 +62,8 @@ class BertEncoder(keras.Model):
                 hidden_dropout_prob=config.hidden_dropout_prob,
                 attention_probs_dropout_prob=config.attention_probs_dropout_prob,
                 layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-                num_kept_heads=config.num_kept_heads(i), name=_block_name(config, i))
+                num_kept_heads=config.num_kept_heads(i), fused_attention=fused_attention,
+                fused_training_kernels=fused_training_kernels, name=_block_name(config, i))
             for i in range(_num_blocks(config))
         ]
         projection = None
@@ -87,6 +93,8 @@ class BertEncoder(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         self.config = config
+        self.fused_attention = bool(fused_attention)
+        self.fused_training_kernels = bool(fused_training_kernels)
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.embedding_projection = projection  # ALBERT's E -> H dense layer; None elsewhere
@@ -128,7 +136,7 @@ class BertEncoder(keras.Model):
             rows = dense_2d(self.embedding_projection, rows)  # (1, tokens, hidden)
         for layer_blocks in _blocks_by_layer(self.config, self.transformer_layers):
             for block in layer_blocks:
-                rows = block.call_real_tokens(rows, real_tokens, training)
+                rows = block(rows, attention_mask=real_tokens, training=training)  # (1, tokens, hidden)
         return rows, real_tokens
 
     def pool(self, first_token):
@@ -137,7 +145,8 @@ class BertEncoder(keras.Model):
         return dense_2d(self.pooler, first_token) if self.pooler is not None else first_token
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name, "trainable": self.trainable}
+        return {"config": self.config.to_dict(), "fused_attention": self.fused_attention,
+                "fused_training_kernels": self.fused_training_kernels, "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

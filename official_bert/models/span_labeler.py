@@ -21,13 +21,14 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
     `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path, optional_pooler=True)`.
     The pooler is not trained (see `SequenceOutputModel`).
 
-    Training on TensorFlow runs on the batch's real tokens only (`call_real_tokens`; `TaskModel.trains_on_real_tokens`
-    says where): SQuAD v1.1's windows at seq 384 are 47% real tokens. Its softmax over start (end) positions then
-    leaves out the padding, which the padded model's softmax, like Google's and Hugging Face's, takes in with
-    whatever logits the padding gets; `model.train_on_real_tokens = False` trains on that padded objective.
+    Training on TensorFlow runs on the batch's real tokens only (`RealTokenTraining.trains_on_real_tokens` says
+    where): SQuAD v1.1's windows at seq 384 are 47% real tokens. Its softmax over start (end) positions then
+    leaves out the padding (`PADDING_LOGIT`), which the padded model's softmax, like Google's and Hugging Face's,
+    takes in with whatever logits the padding gets; `train_on_real_tokens=False` trains on that padded objective.
 
     Args:
         encoder: a `BertEncoder`.
+        train_on_real_tokens: see `RealTokenTraining` (default True).
 
     Examples:
     ```python
@@ -47,29 +48,26 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         head = keras.layers.Dense(
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="qa_outputs")  # float32 logits for a stable loss under mixed precision
-        logits = head(sequence)  # (batch, seq, 2)
-        start_logits, end_logits = keras.ops.unstack(logits, 2, axis=-1)  # (batch, seq) each
-        super().__init__(inputs=inputs, outputs={"start_logits": start_logits, "end_logits": end_logits}, **kwargs)
+        super().__init__(inputs=inputs, outputs=_span_outputs(head(sequence)), **kwargs)
         self.encoder = encoder
         self.head = head
 
-    def call_real_tokens(self, inputs, training=False):
-        """The span logits with the encoder and the head run on the real tokens only (`BertEncoder.encode_packed`):
-        the padded model's logits at the real tokens up to float rounding (and dropout), `PADDING_LOGIT` at the
-        padding, so a softmax over the positions of a sequence gives the padding no share.
+    def real_token_outputs(self, inputs, rows, layout, training):
+        """The head on the encoder's packed rows (`RealTokenTraining.call` with `real_tokens`): the padded model's
+        logits at the real tokens up to float rounding (and dropout), `PADDING_LOGIT` at the padding, so a softmax
+        over the positions of a sequence gives the padding no share.
 
         Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
-            training: whether to apply dropout.
+            rows: (1, tokens, hidden), `BertEncoder.encode_packed`'s.
+            layout: the batch's `RealTokens`.
+            training: unused (the head has no dropout).
 
         Returns: dict of `start_logits` and `end_logits`, each (batch, seq) float32.
         """
-        rows, real_tokens = self.encoder.encode_packed(inputs, training=training)
-        logits = real_tokens.unpack(self.head(rows))  # (batch, seq, 2), 0 at the padding
+        logits = layout.unpack(self.head(rows))  # (batch, seq, 2), 0 at the padding
         is_real = keras.ops.expand_dims(keras.ops.cast(inputs["input_mask"], "bool"), -1)  # (batch, seq, 1)
-        logits = keras.ops.where(is_real, logits, PADDING_LOGIT)
-        start_logits, end_logits = keras.ops.unstack(logits, 2, axis=-1)  # (batch, seq) each
-        return {"start_logits": start_logits, "end_logits": end_logits}
+        return _span_outputs(keras.ops.where(is_real, logits, PADDING_LOGIT))
 
     def default_loss(self):
         """Sparse cross-entropy of the start and of the end logits; with `default_loss_weights` (0.5 each) the loss
@@ -81,9 +79,15 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         return {name: 0.5 for name in SPAN_OUTPUTS}
 
     def get_config(self):
-        return {"encoder": keras.saving.serialize_keras_object(self.encoder), "name": self.name,
-                "trainable": self.trainable}
+        return {"encoder": keras.saving.serialize_keras_object(self.encoder),
+                "train_on_real_tokens": self.train_on_real_tokens, "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _span_outputs(logits):
+    """(batch, seq, 2) logits -> {"start_logits", "end_logits"}, each (batch, seq)."""
+    start_logits, end_logits = keras.ops.unstack(logits, 2, axis=-1)
+    return {"start_logits": start_logits, "end_logits": end_logits}

@@ -12,28 +12,7 @@ from official_bert.models.distribution import reducible_across_workers
 
 
 class TaskModel(keras.Model):
-    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy.
-
-    Attributes:
-        train_on_real_tokens: whether a model that can (a `RealTokenTraining` one: classifier, token classifier,
-            span labeler) trains on each batch's real tokens only where `trains_on_real_tokens()`; set False
-            to train on the padded batch.
-    """
-
-    train_on_real_tokens = True
-
-    def trains_on_real_tokens(self):
-        """Whether a training call runs the encoder on the batch's real tokens only: `train_on_real_tokens`, on
-        TensorFlow, without XLA and not on a TPU (XLA needs static shapes; the real tokens' count varies from batch
-        to batch).
-
-        Measured on 2 CPU cores, all-MiniLM-L6-v2, batches of 32 MRPC-length pairs (a third of each padded batch is
-        padding): 1011 -> 805 ms a training step."""
-        if not (self.train_on_real_tokens and keras.backend.backend() == "tensorflow") or self.jit_compile:
-            return False
-        import tensorflow as tf
-
-        return not isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
+    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy."""
 
     def default_loss(self):
         """The loss `compile(loss="auto")` uses."""
@@ -82,11 +61,52 @@ class TaskModel(keras.Model):
 
 
 class RealTokenTraining:
-    """Mixin (before `TaskModel` in the bases) for a task model with `call_real_tokens(inputs, training)`: its
-    training call runs that, on the batch's real tokens only, where `trains_on_real_tokens()`; every other call
-    runs the padded functional graph."""
+    """Mixin (before `TaskModel` in the bases) for a task model that can run on a batch's real tokens only: its
+    `call` takes `real_tokens`, and by default a training call runs on the real tokens where
+    `trains_on_real_tokens()`; every other call runs the padded functional graph. The model defines
+    `real_token_outputs(inputs, rows, layout, training)`: its head on the encoder's packed rows
+    (`BertEncoder.encode_packed`).
 
-    def call(self, inputs, training=None, mask=None):
-        if training and self.trains_on_real_tokens():
-            return self.call_real_tokens(inputs, training=True)
+    Args (the model's constructor's, saved by its `get_config`):
+        train_on_real_tokens: whether training calls run on each batch's real tokens only where
+            `trains_on_real_tokens()` (default True); False trains on the padded batch.
+    """
+
+    def __init__(self, *args, train_on_real_tokens=True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._train_on_real_tokens = bool(train_on_real_tokens)
+
+    @property
+    def train_on_real_tokens(self):
+        """The constructor's `train_on_real_tokens`."""
+        return self._train_on_real_tokens
+
+    def trains_on_real_tokens(self):
+        """Whether a training call runs the encoder on the batch's real tokens only: `train_on_real_tokens`, on
+        TensorFlow, without XLA and not on a TPU (XLA needs static shapes; the real tokens' count varies from batch
+        to batch).
+
+        Measured on 2 CPU cores, all-MiniLM-L6-v2, batches of 32 MRPC-length pairs (a third of each padded batch is
+        padding): 1011 -> 805 ms a training step."""
+        if not (self.train_on_real_tokens and keras.backend.backend() == "tensorflow") or self.jit_compile:
+            return False
+        import tensorflow as tf
+
+        return not isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
+
+    def call(self, inputs, training=None, mask=None, real_tokens=None):
+        """Args:
+            inputs: the encoder's dict of (batch, seq) int32 inputs.
+            training: whether to apply dropout.
+            mask: unused (Keras' argument).
+            real_tokens: run the encoder (and a per-token head) on the batch's real tokens only: the same outputs
+                up to float rounding (and dropout) at the real tokens' share of the padded batch's compute. For
+                served batches of unequal texts, and for training. None: where `training` and
+                `trains_on_real_tokens()`.
+        """
+        if real_tokens is None:
+            real_tokens = bool(training) and self.trains_on_real_tokens()
+        if real_tokens:
+            rows, layout = self.encoder.encode_packed(inputs, training=bool(training))
+            return self.real_token_outputs(inputs, rows, layout, training=bool(training))
         return super().call(inputs, training=training, mask=mask)

@@ -25,6 +25,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         num_labels: number of tags.
         dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
             `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+        train_on_real_tokens: see `RealTokenTraining` (default True).
 
     Examples:
     ```python
@@ -45,7 +46,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         head = keras.layers.Dense(
             num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
-        logits = head(dropout(sequence))  # (batch, seq, num_labels)
+        logits = _tag_logits(head, dropout, sequence)  # (batch, seq, num_labels)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_labels = num_labels
@@ -53,21 +54,19 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         self.classifier_dropout = dropout
         self.head = head
 
-    def call_real_tokens(self, inputs, training=False):
-        """`self(inputs, training=training)` with the encoder and the head run on the real tokens only
-        (`BertEncoder.encode_packed`): the same logits at the real tokens up to float rounding (and dropout), 0 at
-        the padding, at the real tokens' share of the padded batch's compute. For served batches of unequal texts,
-        and for training (the loss skips the padding's `IGNORE_LABEL`).
+    def real_token_outputs(self, inputs, rows, layout, training):
+        """The head on the encoder's packed rows (`RealTokenTraining.call` with `real_tokens`): logits at the real
+        tokens, 0 at the padding (the loss skips the padding's `IGNORE_LABEL`).
 
         Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
+            rows: (1, tokens, hidden), `BertEncoder.encode_packed`'s.
+            layout: the batch's `RealTokens`.
             training: whether to apply dropout.
 
         Returns: logits (batch, seq, num_labels) float32.
         """
-        rows, real_tokens = self.encoder.encode_packed(inputs, training=training)
-        logits = self.head(self.classifier_dropout(rows, training=training))  # (1, tokens, num_labels)
-        return real_tokens.unpack(logits)
+        return layout.unpack(_tag_logits(self.head, self.classifier_dropout, rows, training))
 
     def default_loss(self):
         """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
@@ -75,8 +74,15 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_labels": self.num_labels,
-                "dropout_rate": self.dropout_rate, "name": self.name, "trainable": self.trainable}
+                "dropout_rate": self.dropout_rate, "train_on_real_tokens": self.train_on_real_tokens, "name": self.name,
+                "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _tag_logits(head, dropout, sequence, training=None):
+    """The head: dropout, then the dense layer: (..., hidden) -> (..., num_labels) float32 logits. `training`: None
+    is the call's own flag."""
+    return head(dropout(sequence, training=training))

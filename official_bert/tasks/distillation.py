@@ -137,10 +137,10 @@ class DistillationTask(Task):
     def run_settings(self):
         return self.task.run_settings()
 
-    def build_model(self, bert_config):
+    def build_model(self, bert_config, train_on_real_tokens=True):
         from official_bert.compression.distiller import Distiller
 
-        student = self.task.build_model(bert_config)
+        student = self.task.build_model(bert_config, train_on_real_tokens=train_on_real_tokens)
         teacher = model_dirs.build_task_model(self.kind, self.teacher_config, self.teacher_info)
         self._distiller = Distiller(student, teacher, alpha=self.alpha, temperature=self.temperature,
                                     hidden_weight=self.hidden_weight, layer_map=self.layer_map,

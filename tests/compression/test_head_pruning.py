@@ -103,18 +103,14 @@ def test_pruned_layers_round_trip_through_their_configs(model):
 
 
 def test_fused_attention_of_a_pruned_model_equals_the_einsum_path(model):
-    from official_bert.layers.attention import set_fused_attention
+    from official_bert.models import BertClassifier, BertEncoder
 
     pruned = prune_heads(model, {0: [1, 3], 2: [0]}, _build)
     x, _ = _batches(1)[0]
     expected = np.asarray(pruned(x))
-    set_fused_attention(True)
-    try:
-        fused = _build(pruned.encoder.config)
-        fused.set_weights(pruned.get_weights())
-        np.testing.assert_allclose(np.asarray(fused(x)), expected, atol=1e-5)
-    finally:
-        set_fused_attention(False)
+    fused = BertClassifier(BertEncoder(pruned.encoder.config, fused_attention=True), pruned.num_classes)
+    fused.set_weights(pruned.get_weights())
+    np.testing.assert_allclose(np.asarray(fused(x)), expected, atol=1e-5)
 
 
 def test_head_importance_is_the_gate_gradient(model):

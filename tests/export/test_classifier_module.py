@@ -85,11 +85,7 @@ def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_pa
     class RecordingModel:
         def __call__(self, inputs, **kwargs):
             seen_lengths.append(inputs["input_word_ids"].shape[1])
-            return model(inputs, **kwargs)
-
-        def call_real_tokens(self, inputs):  # the raw-text graph's branch for batches with padding
-            seen_lengths.append(inputs["input_word_ids"].shape[1])
-            return model.call_real_tokens(inputs)
+            return model(inputs, **kwargs)  # real_tokens=True: the raw-text graph's branch for batches with padding
 
     module.model = RecordingModel()  # before the functions' first trace
     short = tf.constant(SST2_TEXTS[:2])  # 10 and 5 pieces: packed [CLS] ... [SEP] = 12 and 7

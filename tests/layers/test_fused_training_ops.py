@@ -94,14 +94,14 @@ def _normalize_with(layer, x, gamma, beta):
         axis, center, scale, rms_scaling, epsilon = layer.axis, True, True, False, layer.epsilon
 
     Weights.gamma, Weights.beta = gamma, beta
-    return fused_training_ops.layer_norm(Weights, x, training=True)
+    return fused_training_ops.layer_norm(Weights, x, use_kernels=True)
 
 
 def test_layer_norm_gradients_reach_the_layers_variables():
     layer = _layer_norm(32, 1e-12, seed=4)
     x = tf.constant(np.random.default_rng(5).standard_normal((2, 5, 32)).astype(np.float32))
     grads = []
-    for fn in (lambda: fused_training_ops.layer_norm(layer, x, training=True), lambda: layer(x)):
+    for fn in (lambda: fused_training_ops.layer_norm(layer, x, use_kernels=True), lambda: layer(x)):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(fn() ** 3)
         grads.append(tape.gradient(loss, [layer.gamma, layer.beta]))
@@ -112,14 +112,15 @@ def test_layer_norm_gradients_reach_the_layers_variables():
 def test_a_layer_norm_of_another_kind_is_called_as_keras_computes_it():
     layer = _layer_norm(32, 1e-6, seed=6, center=False)  # no beta
     x = np.random.default_rng(7).standard_normal((2, 5, 32)).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(fused_training_ops.layer_norm(layer, x, training=True)),
+    np.testing.assert_array_equal(np.asarray(fused_training_ops.layer_norm(layer, x, use_kernels=True)),
                                   np.asarray(layer(x)))
 
 
-def _block():
+def _block(fused_training_kernels=True):
+    keras.utils.set_random_seed(0)
     block = TransformerBlock(hidden_size=64, num_heads=4, intermediate_size=128, hidden_act="gelu",
                              hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, layer_norm_eps=1e-12,
-                             initializer_range=0.5)
+                             initializer_range=0.5, fused_training_kernels=fused_training_kernels)
     block.build((None, None, 64))
     return block
 
@@ -131,29 +132,24 @@ def _xla_functions(fn):
     return sum(1 for node in nodes if node.attr["_XlaMustCompile"].b)
 
 
-@pytest.fixture
-def restore_enabled():
-    yield
-    fused_training_ops.set_enabled(True)
-
-
-def test_a_training_call_uses_the_kernels_and_has_the_plain_path_gradients(restore_enabled):
-    block = _block()
+def test_a_training_call_uses_the_kernels_and_has_the_plain_path_gradients():
+    block, plain_block = _block(), _block(fused_training_kernels=False)
+    plain_block.set_weights(block.get_weights())
     rng = np.random.default_rng(8)
     x = tf.constant(rng.standard_normal((2, 7, 64)).astype(np.float32))
     mask = tf.constant([[1] * 7, [1] * 4 + [0] * 3])
     assert _xla_functions(lambda: block(x, mask, training=True)) > 0
     assert _xla_functions(lambda: block(x, mask, training=False)) == 0
 
-    def gradients():
+    def gradients(block):
         with tf.GradientTape() as tape:
             loss = tf.reduce_sum(block(x, mask, training=True) * tf.sin(tf.range(64, dtype=tf.float32)))
         return tape.gradient(loss, block.trainable_variables)
 
-    fused = gradients()
-    fused_training_ops.set_enabled(False)
-    assert _xla_functions(lambda: block(x, mask, training=True)) == 0
-    plain = gradients()
+    fused = gradients(block)
+    assert _xla_functions(lambda: plain_block(x, mask, training=True)) == 0
+    assert not TransformerBlock.from_config(plain_block.get_config()).fused_training_kernels
+    plain = gradients(plain_block)
     assert len(fused) == len(plain) == len(block.trainable_variables)
     for variable, ours, reference in zip(block.trainable_variables, fused, plain):
         np.testing.assert_allclose(np.asarray(ours), np.asarray(reference), atol=1e-4, rtol=1e-4,

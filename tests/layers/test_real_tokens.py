@@ -55,7 +55,7 @@ def test_token_classifier_on_real_tokens_gives_the_same_logits_at_them():
     inputs = padded_inputs([4, 12, 7], seed=2)
     real = inputs["input_mask"] == 1
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))  # (3, 12, 5)
-    got = tf.function(model.call_real_tokens)({k: tf.constant(v) for k, v in inputs.items()}).numpy()
+    got = tf.function(lambda x: model(x, real_tokens=True))({k: tf.constant(v) for k, v in inputs.items()}).numpy()
     np.testing.assert_allclose(got[real], expected[real], atol=2e-5, rtol=1e-5)
     assert not got[~real].any()  # zeros at the padding
 
@@ -66,7 +66,7 @@ def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES[family])), num_classes=3)
     inputs = padded_inputs([4, 12, 7], seed=1)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
-    got = tf.function(model.call_real_tokens)({k: tf.constant(v) for k, v in inputs.items()}).numpy()
+    got = tf.function(lambda x: model(x, real_tokens=True))({k: tf.constant(v) for k, v in inputs.items()}).numpy()
     np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)
 
 
@@ -76,7 +76,7 @@ def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     model.quantize("int8")
     inputs = padded_inputs([12, 3, 8], seed=2)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
-    got = keras.ops.convert_to_numpy(model.call_real_tokens(inputs))
+    got = keras.ops.convert_to_numpy(model(inputs, real_tokens=True))
     # Activations are quantized per call over the tensor they see: packed tokens vs padded ones differ in range.
     np.testing.assert_allclose(got, expected, atol=0.05)
 

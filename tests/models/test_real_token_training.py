@@ -1,7 +1,7 @@
-"""Training on real tokens only (`TaskModel.trains_on_real_tokens`): a classifier's and a token classifier's
+"""Training on real tokens only (`RealTokenTraining.trains_on_real_tokens`): a classifier's and a token classifier's
 training calls run the encoder on the batch's real tokens, with the padded model's logits and gradients (no
 dropout), for every family; a span labeler's too, with its softmax over the real tokens only; XLA-compiled models
-and `train_on_real_tokens = False` train on the padded batch."""
+and models built with `train_on_real_tokens=False` (saved in their config) train on the padded batch."""
 
 import dataclasses
 
@@ -17,15 +17,23 @@ from tiny_families import FAMILIES, padded_inputs
 tf = pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")
 
-def _model(family, kind, dropout=0.0):
+def _model(family, kind, dropout=0.0, train_on_real_tokens=True):
     config = dataclasses.replace(BertConfig.from_dict(FAMILIES[family]), hidden_dropout_prob=dropout,
                                  attention_probs_dropout_prob=dropout)
     keras.utils.set_random_seed(4)
+    options = dict(train_on_real_tokens=train_on_real_tokens)
     if kind == "classifier":
-        return BertClassifier(BertEncoder(config), num_classes=3, dropout_rate=dropout)
+        return BertClassifier(BertEncoder(config), num_classes=3, dropout_rate=dropout, **options)
     if kind == "span":
-        return BertSpanLabeler(BertEncoder(config))
-    return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout)
+        return BertSpanLabeler(BertEncoder(config), **options)
+    return BertTokenClassifier(BertEncoder(config), num_labels=5, dropout_rate=dropout, **options)
+
+
+def _padded_twin(model, family, kind):
+    """The same model built with `train_on_real_tokens=False`, with `model`'s weights."""
+    padded = _model(family, kind, train_on_real_tokens=False)
+    padded.set_weights(model.get_weights())
+    return padded
 
 
 # Seven texts: in the attention's length groups (`ATTENTION_GROUPS` of 2), the last group has an empty sequence.
@@ -53,18 +61,19 @@ def test_a_training_call_on_real_tokens_has_the_padded_models_logits_and_gradien
     model = _model(family, kind)
     inputs = _inputs(UNEQUAL_LENGTHS)
     assert model.trains_on_real_tokens()
+    padded_model = _padded_twin(model, family, kind)
     real_token_calls = []
-    call_real_tokens = model.call_real_tokens
+    for each in (model, padded_model):
+        head = each.real_token_outputs
 
-    def counted(*args, **kwargs):
-        real_token_calls.append(kwargs)
-        return call_real_tokens(*args, **kwargs)
+        def counted(*args, head=head, **kwargs):
+            real_token_calls.append(kwargs)
+            return head(*args, **kwargs)
 
-    monkeypatch.setattr(model, "call_real_tokens", counted)
+        monkeypatch.setattr(each, "real_token_outputs", counted)
     logits, gradients = _logits_and_gradients(model, inputs)
     assert real_token_calls == [{"training": True}]
-    model.train_on_real_tokens = False
-    padded_logits, padded_gradients = _logits_and_gradients(model, inputs)
+    padded_logits, padded_gradients = _logits_and_gradients(padded_model, inputs)
     assert len(real_token_calls) == 1
     np.testing.assert_allclose(logits, padded_logits, atol=2e-5, rtol=1e-5)
     assert len(gradients) == len(padded_gradients) == len(model.trainable_variables)
@@ -94,10 +103,9 @@ def test_a_span_labelers_training_call_on_real_tokens_leaves_the_padding_out_of_
     is_real = inputs["input_mask"] > 0
     assert model.trains_on_real_tokens()
     logits, gradients = _span_loss_and_gradients(model, inputs, lambda logits: logits)
-    model.train_on_real_tokens = False
     masked = {name: np.where(is_real.numpy(), logits[name], 0.0) for name in SPAN_OUTPUTS}
     padded_logits, padded_gradients = _span_loss_and_gradients(
-        model, inputs, lambda logits: {name: tf.where(is_real, logits[name], PADDING_LOGIT) for name in SPAN_OUTPUTS})
+        _padded_twin(model, family, "span"), inputs, lambda logits: {name: tf.where(is_real, logits[name], PADDING_LOGIT) for name in SPAN_OUTPUTS})
     for name in SPAN_OUTPUTS:
         np.testing.assert_array_equal(logits[name][~is_real.numpy()], PADDING_LOGIT)
         np.testing.assert_allclose(masked[name], np.where(is_real.numpy(), padded_logits[name], 0.0),
@@ -112,8 +120,7 @@ def test_a_span_labelers_inference_call_keeps_the_padded_models_logits():
     model = _model("bert", "span")
     inputs = _inputs([4, 12, 7])
     logits = model(inputs, training=False)
-    model.train_on_real_tokens = False
-    padded = model(inputs, training=False)
+    padded = _padded_twin(model, "bert", "span")(inputs, training=False)
     for name in SPAN_OUTPUTS:
         np.testing.assert_array_equal(logits[name].numpy(), padded[name].numpy())
     assert np.all(np.abs(logits["start_logits"].numpy()) < 100)  # the padding's own logits, not PADDING_LOGIT
@@ -147,6 +154,17 @@ def test_a_model_under_a_tpu_strategy_trains_on_the_padded_batch(monkeypatch):
     monkeypatch.setattr(tf.distribute, "get_strategy",
                         lambda: mock.create_autospec(tf.distribute.TPUStrategy, instance=True))
     assert not model.trains_on_real_tokens()
-    model.train_on_real_tokens = False
     monkeypatch.undo()
-    assert not model.trains_on_real_tokens()
+    assert not _model("bert", "classifier", train_on_real_tokens=False).trains_on_real_tokens()
+
+
+@pytest.mark.parametrize("kind", ["classifier", "tagger", "span"])
+def test_train_on_real_tokens_is_a_constructor_argument_saved_in_the_config(kind):
+    model = _model("bert", kind, train_on_real_tokens=False)
+    with pytest.raises(AttributeError):
+        model.train_on_real_tokens = True  # not a switch set from outside
+    config = model.get_config()
+    assert config["train_on_real_tokens"] is False
+    assert not type(model).from_config(config).trains_on_real_tokens()
+    del config["train_on_real_tokens"]  # a model saved before the option: the default
+    assert type(model).from_config(config).trains_on_real_tokens()

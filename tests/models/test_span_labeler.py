@@ -109,8 +109,7 @@ def test_fine_tuning_steps_equal_hugging_face_with_torch_adamw(tiny_config, tmp_
     config = dataclasses.replace(tiny_config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     torch, reference = _hf_reference(config, tmp_path)
     transformers = pytest.importorskip("transformers")
-    model = BertSpanLabeler(BertEncoder(config))
-    model.train_on_real_tokens = real_tokens
+    model = BertSpanLabeler(BertEncoder(config), train_on_real_tokens=real_tokens)
     assert load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
     steps, learning_rate = 6, 1e-3
     model.compile(optimizer=create_optimizer(learning_rate, steps, 1, epsilon=1e-8), jit_compile=False)
