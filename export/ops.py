@@ -18,6 +18,8 @@ set()
 import os
 from typing import Dict, Iterable, Set
 
+from official_bert import keras_compat
+
 TF_TEXT_OPS = frozenset({"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"})
 # ALBERT's tokenizer: tf-text's SentencePiece kernel (TFLite's tf-text registrar has it too; no offsets).
 SENTENCEPIECE_OPS = frozenset({"TFText>FastSentencepieceTokenize"})
@@ -62,12 +64,10 @@ def serving_save_options():
 
 
 def _load_meta_graph(export_dir):
-    from tensorflow.core.protobuf import saved_model_pb2
-
     path = os.path.join(export_dir, "saved_model.pb")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no saved_model.pb in {export_dir}")
-    saved_model = saved_model_pb2.SavedModel()
+    saved_model = keras_compat.saved_model_proto()
     with open(path, "rb") as f:
         saved_model.ParseFromString(f.read())
     return saved_model.meta_graphs[0]

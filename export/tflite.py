@@ -35,6 +35,7 @@ import numpy as np
 from absl import flags
 
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
+from official_bert import keras_compat
 from official_bert.text_files import read_lines
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
@@ -52,7 +53,6 @@ def _frozen_module(saved_model_dir, signature):
     """A variable-free tf.Module whose one function is `signature` of the SavedModel, outputs by name."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the kernels the SavedModel's graph needs)
-    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     weights = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
     if tf.bfloat16 in weights.get_variable_to_dtype_map().values():
@@ -72,7 +72,7 @@ def _frozen_module(saved_model_dir, signature):
         names = [spec.name for spec in function.structured_input_signature[0]]
         specs = {spec.name: spec for spec in function.structured_input_signature[0]}  # its own (e.g. ranked) specs
     structure = function.structured_outputs  # name -> Tensor
-    frozen = convert_variables_to_constants_v2(function)
+    frozen = keras_compat.freeze_variables(function)
 
     def serve(**inputs):
         outputs = frozen(*[inputs[name] for name in names]) if positional else frozen(**inputs)
@@ -161,12 +161,10 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
 
             converter.representative_dataset = _representative_dataset(
                 module.serve.structured_input_signature[1], representative_examples)
-            # calibration runs the graph, tokenizer included: it needs tf-text's kernels
-            converter.target_spec._experimental_custom_op_registerers = list(
-                tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
-            # calibrate only, then quantize all but the float32 ops (what tf.lite.experimental.QuantizationDebugger's
-            # selective quantization does; the debugger itself cannot run string inputs)
-            converter._experimental_calibrate_only = True
+            # calibration runs the graph, tokenizer included: it needs tf-text's kernels. Calibrate only, then
+            # quantize all but the float32 ops (what tf.lite.experimental.QuantizationDebugger's selective
+            # quantization does; the debugger itself cannot run string inputs)
+            keras_compat.calibrate_only(converter, tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
             model = _quantize_calibrated(converter.convert(), saved_model_dir)
         else:
             model = converter.convert()
@@ -182,8 +180,6 @@ def _quantize_calibrated(calibrated, saved_model_dir):
     Raises:
         ValueError: no feed-forward output layer found (quantizing it would lose the model's accuracy).
     """
-    from tensorflow.lite.python import convert as lite_convert
-
     graph = operators(calibrated)  # parsed once: the flatbuffer is the whole model, weights included
     float_ops = {name for name, _, _ in graph if name != "CUSTOM"} - set(FULL_INT8_OPS)
     float_nodes = feed_forward_outputs(graph)
@@ -191,7 +187,7 @@ def _quantize_calibrated(calibrated, saved_model_dir):
         raise ValueError(f"{saved_model_dir}: no transformer feed-forward output layer (the widest dense input, "
                          "narrowed) found to keep in float32; full_int8 of every dense layer does not keep BERT's "
                          "accuracy")
-    return lite_convert.mlir_quantize(calibrated, denylisted_ops=sorted(float_ops), denylisted_nodes=float_nodes)
+    return keras_compat.quantize_calibrated(calibrated, denylisted_ops=sorted(float_ops), denylisted_nodes=float_nodes)
 
 
 def feed_forward_outputs(graph):
@@ -214,8 +210,7 @@ def feed_forward_outputs(graph):
 def operators(model):
     """`(builtin op name, operator, its subgraph)` of every operator of a .tflite flatbuffer (bytes); custom ops are
     named CUSTOM."""
-    from tensorflow.lite.python import schema_py_generated as schema
-
+    schema = keras_compat.tflite_schema()
     names = {code: name for name, code in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
     parsed = schema.ModelT.InitFromPackedBuf(model, 0)
     codes = [names[max(code.builtinCode, code.deprecatedBuiltinCode)] for code in parsed.operatorCodes]
@@ -224,9 +219,7 @@ def operators(model):
 
 def custom_ops(model):
     """The custom op names a .tflite flatbuffer (bytes) uses."""
-    from tensorflow.lite.python import schema_py_generated as schema
-
-    codes = schema.ModelT.InitFromPackedBuf(model, 0).operatorCodes
+    codes = keras_compat.tflite_schema().ModelT.InitFromPackedBuf(model, 0).operatorCodes
     return {code.customCode.decode() for code in codes if code.customCode}
 
 

@@ -4,6 +4,8 @@ import functools
 
 import keras
 
+from official_bert import keras_compat
+
 # Variables never weight-decayed: LayerNorm scales/offsets and every bias (as in BERT and HF).
 NO_DECAY_NAMES = ["bias", "gamma", "beta"]
 
@@ -53,6 +55,9 @@ class _DenseClippedGradients:
     does that (on one device the two are the same). On the JAX and torch backends (one replica; their gradients
     are dense) the clipping happens in `_clip_gradients`, at the same point of the update.
 
+    `_all_reduce_sum_gradients` and `_clip_gradients` are private hooks that Keras' optimizers call, so they keep
+    Keras' names here; they reach Keras' own through `keras_compat`.
+
     Args:
         clip_norm: the global norm (None: no clipping).
     """
@@ -65,7 +70,7 @@ class _DenseClippedGradients:
         import tensorflow as tf
 
         grads_and_vars = [(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
-                          for g, v in super()._all_reduce_sum_gradients(grads_and_vars)]
+                          for g, v in keras_compat.all_reduce_sum_gradients(super(), grads_and_vars)]
         present = [i for i, (g, _) in enumerate(grads_and_vars) if g is not None]
         if self.clip_norm is None or not present:
             return grads_and_vars
@@ -75,7 +80,7 @@ class _DenseClippedGradients:
         return grads_and_vars
 
     def _clip_gradients(self, grads):
-        grads = super()._clip_gradients(grads)
+        grads = keras_compat.clip_gradients(super(), grads)
         if self.clip_norm is None or keras.backend.backend() == "tensorflow":
             return grads  # TensorFlow clips the replicas' sum in `_all_reduce_sum_gradients`
         ops = keras.ops
@@ -101,10 +106,10 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
     Decoupled weight decay (`variable -= lr * weight_decay * variable`) is Keras' own, as PyTorch's.
     """
 
-    def _apply_weight_decay(self, variables):
+    def _apply_weight_decay(self, variables):  # a private hook Keras' `apply` calls (see `keras_compat`)
         if keras.backend.backend() == "tensorflow":
             return  # in `update_step`: TensorFlow decays each variable inside its fused update
-        super()._apply_weight_decay(variables)
+        keras_compat.apply_weight_decay(super(), variables)
 
     def update_step(self, gradient, variable, learning_rate):
         if self.amsgrad:
@@ -121,8 +126,7 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         step = ops.cast(self.iterations + 1, dtype)
         beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, dtype), step)
         beta_2_correction = 1 - ops.power(ops.cast(self.beta_2, dtype), step)
-        m = self._momentums[self._get_variable_index(variable)]
-        v = self._velocities[self._get_variable_index(variable)]
+        m, v = keras_compat.adam_moments(self, variable)
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
         self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
         m_hat = ops.divide(m, beta_1_correction)
@@ -135,12 +139,11 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         variable, its moments and its gradient. Variables of a `tf.distribute` strategy take the op-by-op path."""
         import tensorflow as tf
 
-        index = self._get_variable_index(variable)
-        m, v = (slots[index].value for slots in (self._momentums, self._velocities))
+        m, v = (slot.value for slot in keras_compat.adam_moments(self, variable))
         dtype = variable.dtype
         learning_rate = tf.cast(learning_rate, dtype)
-        decay = learning_rate * self.weight_decay if self.weight_decay and self._use_weight_decay(variable) \
-            else tf.zeros([], dtype)  # learning_rate * weight_decay
+        decays = self.weight_decay and keras_compat.uses_weight_decay(self, variable)
+        decay = learning_rate * self.weight_decay if decays else tf.zeros([], dtype)  # learning_rate * weight_decay
         if any(isinstance(t, tf.distribute.DistributedValues) for t in (variable, m, v)):
             variable.assign_sub(variable * decay)
             return self._keras_ops_update(gradient, variable, learning_rate)

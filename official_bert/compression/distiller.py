@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from official_bert import keras_compat
 from official_bert.compression.losses import (attention_score_loss, hidden_state_loss, logits_distillation_loss,
                                               output_pairs, task_loss)
 from official_bert.compression.teacher_cache import TEACHER_LOGITS
@@ -13,8 +14,7 @@ def _with_hidden_states(model):
     """A functional model of the task model's outputs and its encoder's per-layer states, sharing its layers:
     `{"logits": outputs, "embedding": (batch, seq, hidden), "hidden": [(batch, seq, hidden)] * layers}`, in one
     forward pass."""
-    node = model.encoder._inbound_nodes[0]  # the task model's one call of its encoder (in its own graph)
-    encoder_outputs = keras.tree.pack_sequence_as(model.encoder.output, node.outputs)
+    encoder_outputs = keras_compat.outputs_of_first_call(model.encoder)  # the task model's one call of it
     return keras.Model(model.input, {"logits": model.output, "embedding": encoder_outputs["embedding_output"],
                                      "hidden": encoder_outputs["encoder_outputs"]})
 

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from official_bert import keras_compat
 from official_bert.layers import fused_training_ops
 
 
@@ -110,14 +111,13 @@ class BertEmbeddings(keras.layers.Layer):
         table no longer trains, and nothing else may read `word_embeddings` (a masked-LM head decodes with it)."""
         table = ops.convert_to_numpy(self.word_embeddings).astype(np.float32)  # (vocab, hidden)
         scale = np.maximum(np.abs(table).max(axis=1), np.finfo(np.float32).tiny) / 127.0  # (vocab,)
-        self._tracker.unlock()
-        self._untrack_variable(self.word_embeddings)
-        self.word_embeddings = None
-        self.word_embeddings_int8 = self.add_weight(name="word_embeddings_int8", shape=table.shape, dtype="int8",
-                                                    initializer="zeros", trainable=False)
-        self.word_embeddings_scale = self.add_weight(name="word_embeddings_scale", shape=scale.shape,
-                                                     initializer="ones", trainable=False, autocast=False)
-        self._tracker.lock()
+        with keras_compat.unlocked_state(self):  # the built layer swaps its variables (as Keras' own quantize)
+            keras_compat.untrack_variable(self, self.word_embeddings)
+            self.word_embeddings = None
+            self.word_embeddings_int8 = self.add_weight(name="word_embeddings_int8", shape=table.shape,
+                                                        dtype="int8", initializer="zeros", trainable=False)
+            self.word_embeddings_scale = self.add_weight(name="word_embeddings_scale", shape=scale.shape,
+                                                         initializer="ones", trainable=False, autocast=False)
         self.word_embeddings_int8.assign(np.clip(np.round(table / scale[:, None]), -127, 127).astype(np.int8))
         self.word_embeddings_scale.assign(scale)
 

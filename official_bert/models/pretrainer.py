@@ -8,6 +8,7 @@ pooled output, trained on sentence-order labels).
 import keras
 from keras import ops
 
+from official_bert import keras_compat
 from official_bert.layers.masked_lm_head import MaskedLMHead
 from official_bert.models.distribution import reducible_across_workers, tf_distribute
 
@@ -139,16 +140,17 @@ class BertPretrainer(keras.Model):
         return reducible_across_workers(self.get_metrics_result())
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras (3.15) builds the model, compiled loss and metrics here from a sample batch that it first
+        # A private hook that Keras' TF trainer calls from fit/evaluate, so it stays a method with Keras' name.
+        # Keras builds the model, compiled loss and metrics here from a sample batch that it first
         # `strategy.reduce`s; under MultiWorkerMirroredStrategy that reduce fails on nested inputs like ours. A
         # BertPretrainer is built at construction and its loss and metrics are its own, so unless compile() added
-        # metrics or a loss, only the optimizer may still need building.
-        if self._compile_metrics is None and self._compile_loss is None:
+        # metrics or a loss, only the optimizer may still need building (see `keras_compat`).
+        if not keras_compat.has_compiled_loss_or_metrics(self):
             if self.optimizer is not None and not self.optimizer.built:
                 with self.distribute_strategy.scope():
                     self.optimizer.build(self.trainable_variables)
             return
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        keras_compat.symbolic_build(super(), iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "objective": self.objective,

@@ -8,6 +8,7 @@ its two-part loss in `compute_loss` instead.)
 
 import keras
 
+from official_bert import keras_compat
 from official_bert.models.distribution import reducible_across_workers
 
 
@@ -45,19 +46,11 @@ class TaskModel(keras.Model):
         return reducible_across_workers(super().compute_metrics(x, y, y_pred, sample_weight))
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        # Keras (3.15, TF backend) builds the compiled loss and metrics from a sample batch that it first
-        # `strategy.reduce`s across replicas; under MultiWorkerMirroredStrategy that reduce fails on a dict of
-        # inputs. Only the batch's shapes and dtypes matter: this replica's share gives them.
-        if iterator is not None and data_batch is None and self._distribute_strategy is not None:
-            import tensorflow as tf
-
-            for _, _, batches in iterator:
-                local = self.distribute_strategy.experimental_local_results
-                data_batch = keras.tree.map_structure(
-                    lambda v: local(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v, next(batches))
-                break
-            iterator = None
-        super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        # A private hook that Keras' TF trainer calls from fit/evaluate, so it stays a method with Keras' name. Keras
+        # builds the compiled loss and metrics from a sample batch that it first `strategy.reduce`s across
+        # replicas; under MultiWorkerMirroredStrategy that reduce fails on a dict of inputs. Only the batch's shapes
+        # and dtypes matter: this replica's share gives them (see `keras_compat`).
+        keras_compat.symbolic_build_from_local_batch(self, super(), iterator=iterator, data_batch=data_batch)
 
 
 class RealTokenTraining:
