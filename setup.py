@@ -2,11 +2,12 @@
 
 from setuptools import find_packages, setup
 
+# Exactly what the library (official_bert/, tasks/, export/, configs/) needs at run time: the packages it imports, plus
+# two that its imports need without declaring them (tensorboard, importlib_resources).
 INSTALL_REQUIRES = [
     "tensorflow==2.21.0",
     "tensorflow-text==2.21.1",  # 2.21.0 fails to import (icudt77_dat)
-    "keras==3.15.1",
-    "keras-hub==0.32.0",
+    "keras==3.15.1",  # official_bert/keras_compat.py was checked on these Keras and TensorFlow versions
     "tensorflow-datasets==4.9.10",
     "importlib_resources>=6",  # tensorflow-datasets needs it to download (GLUE from TFDS with no --data_dir)
     "absl-py>=2.1",
@@ -17,7 +18,7 @@ INSTALL_REQUIRES = [
     "tensorflow-serving-api==2.21.0",  # PredictionLog protos of the SavedModel export's warm-up requests
 ]
 
-# References used only by tests and benchmarks, never at run time.
+# References used only by tests and benchmarks, never at run time (CI installs ".[test]").
 TEST_REQUIRES = [
     "pytest>=8",
     "pytest-xdist>=3.5",  # the README's test command runs one worker per core
@@ -27,7 +28,10 @@ TEST_REQUIRES = [
     "scikit-learn>=1.5",
     "scipy>=1.13",
     "seqeval==1.2.2",
-    "ai-edge-litert>=2.0",
+    "ai-edge-litert>=2.0",  # runs the TFLite conversions (an app's runtime; export.tflite converts without it)
+    "keras-hub==0.32.0",  # the peer in benchmarks.run
+    "sentencepiece>=0.2",  # the reference ALBERT tokenizer (was installed only as a keras-hub dependency)
+    "h5py>=3.10",  # reads model.weights.h5 files (a Keras dependency too)
     "nlp==0.4.0",  # ships the official SQuAD evaluate-v1.1.py / evaluate-v2.0.py scripts (metrics/squad*)
 ]
 
