@@ -3,6 +3,33 @@ training stream each worker reads under that strategy."""
 
 import tempfile
 
+# The `tf.distribute` strategies a run can use (`--distribution_strategy`).
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def get_strategy(name="one_device", tpu_address=None):
+    """Returns the `tf.distribute` strategy called `name`.
+
+    Args:
+        name: one of `STRATEGIES`. "one_device" uses the first GPU if there is one, else the CPU.
+        tpu_address: the TPU to connect to, for "tpu" ("" or None for a local TPU VM).
+    """
+    import tensorflow as tf
+
+    if name == "one_device":
+        gpus = tf.config.list_logical_devices("GPU")
+        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"distribution_strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
+
 
 def is_chief(strategy, strategy_name):
     """Whether this process writes the run's files: always, except the non-chief workers of a multi-worker job."""
@@ -31,7 +58,7 @@ def start_process(config):
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     training.set_mixed_precision(config.mixed_precision)
-    strategy = training.get_strategy(config.distribution_strategy, config.tpu)
+    strategy = get_strategy(config.distribution_strategy, config.tpu)
     chief = is_chief(strategy, config.distribution_strategy)
     return strategy, chief, config.model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
 

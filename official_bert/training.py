@@ -1,4 +1,4 @@
-"""The training core every task shares: strategy, precision, `Model.fit` with XLA, checkpoints and resume.
+"""The training core every task shares: precision, `Model.fit` with XLA, checkpoints and resume.
 
 A run is a fixed number of optimizer steps over a deterministic, repeating `tf.data` stream. Every
 `checkpoint_steps` steps the model, the optimizer (with its step counter) and the dropout seed state
@@ -22,30 +22,6 @@ from official_bert import owned_files
 from official_bert.model_dir import write_json
 
 logger = logging.getLogger(__name__)
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-
-
-def get_strategy(name="one_device", tpu_address=None):
-    """Returns the `tf.distribute` strategy called `name`.
-
-    Args:
-        name: one of `STRATEGIES`. "one_device" uses the first GPU if there is one, else the CPU.
-        tpu_address: the TPU to connect to, for "tpu" ("" or None for a local TPU VM).
-    """
-    if name == "one_device":
-        gpus = tf.config.list_logical_devices("GPU")
-        return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"distribution_strategy must be one of {', '.join(STRATEGIES)}, got {name!r}")
 
 
 def default_jit_compile():

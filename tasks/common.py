@@ -3,11 +3,12 @@ its task's own flags, and may give a shared flag its own default or help, or lea
 
 from absl import flags
 
+from official_bert.run_process import STRATEGIES
+
 FLAGS = flags.FLAGS
 # The flags `define_run_flags` defines belong to the entry point that calls it (absl then lists them in that
 # entry point's --help, not only under --helpfull), as if it had defined them itself.
 flags.disclaim_key_flags()
-_STRATEGIES = ["one_device", "mirrored", "multi_worker_mirrored", "tpu"]
 
 # name -> (absl DEFINE function name, default, help, enum values): the fields of `official_bert.runner.RunConfig`.
 RUN_FLAGS = {
@@ -32,7 +33,7 @@ RUN_FLAGS = {
                              "tokens only (TensorFlow without XLA); --notrain_on_real_tokens trains on the padded "
                              "batch (span labelers: transformers' objective, whose softmax takes in the padding)."),
     "mixed_precision": ("enum", None, "Mixed-precision compute dtype.", ["float16", "bfloat16"]),
-    "distribution_strategy": ("enum", "one_device", "tf.distribute strategy.", _STRATEGIES),
+    "distribution_strategy": ("enum", "one_device", "tf.distribute strategy.", list(STRATEGIES)),
     "tpu": ("string", None, "TPU address for --distribution_strategy=tpu (name or grpc://...; '' = local)."),
     "checkpoint_steps": ("integer", 500, "Steps between checkpoints (a restarted run resumes there)."),
     "keep_checkpoints": ("integer", 1, "Checkpoints kept (the latest ones; a restarted run resumes from the last)."),
