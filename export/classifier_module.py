@@ -1,9 +1,11 @@
 """ClassifierModule: raw text (or a text pair) -> class logits, probabilities and label name, or a score."""
 
+import os
+
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
-from export.serving_module import ServingModule
+from export.serving_module import ServingModule, with_labels_file
 
 
 class ClassifierModule(ServingModule):
@@ -29,10 +31,13 @@ class ClassifierModule(ServingModule):
         preprocessor: an `official_bert.text.TextPreprocessor`.
         label_names: the class names, in class-index order (ignored for regression).
         is_regression: True for a one-output regression model.
-        text_features: ("text",) or ("text", "text_b") for pair tasks.
+        text_features: the raw-text input names: ("text",) or ("text", "text_b") for GLUE's pair tasks, or the
+            task's own (task.json's `text_features`).
         assets: file name -> path of files to ship in `assets/`.
         jit_compile: XLA-compile the model for raw-text requests without padding (see above).
     """
+
+    compiles_requests = True
 
     def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets, jit_compile=False):
         super().__init__(preprocessor, text_features, assets, name="classifier", jit_compile=jit_compile)
@@ -47,6 +52,19 @@ class ClassifierModule(ServingModule):
         if model.num_classes != expected:
             raise ValueError(f"the model has {model.num_classes} outputs, but {expected} are expected for "
                              f"{'regression' if self.is_regression else f'labels {self.label_names}'}")
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """A classification model_dir's module: its labels (`labels.txt`), regression or not and text features,
+        from task.json."""
+        info = loaded.info
+        if "text_features" not in info:  # written before they were recorded, for a task not in GLUE's table
+            raise ValueError(f"{os.path.join(loaded.model_dir, 'task.json')}: field 'text_features' missing (task "
+                             f"{info['task']!r} is not a GLUE task, and an older official-bert did not record "
+                             "them); add it, e.g. \"text_features\": [\"text\", \"text_b\"] for a pair task")
+        labels = list(info["label_names"])
+        return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), labels, bool(info.get("is_regression")),
+                   info["text_features"], with_labels_file(assets, labels, staging_dir), jit_compile)
 
     def answer_text(self, texts):
         packed, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each

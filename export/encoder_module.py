@@ -33,17 +33,19 @@ class EncoderModule(ServingModule):
 
     compiled_signature = "embed"
 
+    compiles_requests = True
+
     def __init__(self, encoder, preprocessor, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="encoder", jit_compile=jit_compile)
         self.encoder = encoder
         self._at_request_length = RequestLengthModel(  # (reads self.encoder when traced)
             lambda inputs: self.encoder(inputs, training=False)["sequence_output"],
-            lambda inputs: self.encoder.encode_real_tokens(inputs)["sequence_output"], jit_compile)
+            lambda inputs: self.encoder(inputs, training=False, real_tokens=True)["sequence_output"], jit_compile)
         self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def _embed(self, text):
         """`embed`: the encoder runs at the request's longest text, not at `seq_length` pieces, and for a request
-        of unequal lengths on its real tokens only (`BertEncoder.encode_real_tokens`), as the classifier's raw-text
+        of unequal lengths on its real tokens only (`BertEncoder`'s `real_tokens=True`), as the classifier's raw-text
         signatures do: the mean over real tokens is the same (padding is masked out of the attention), and a
         short query costs its own length."""
         packed, truncated = self.preprocessor.pack([text])  # (batch, seq_length) each

@@ -164,6 +164,26 @@ class MaskedLMModule(ServingModule):
         self.mask_id = preprocessor.mask_id
         self._vocab = tuple(vocab) + ("",)  # index -1 (padding) reads the last entry
 
+    quantizes_word_table = False  # the head decodes with it
+
+    @classmethod
+    def preprocessor_for(cls, loaded, seq_length):
+        """The masked-text preprocessor of a pre-training model_dir: RoBERTa's `<mask>` and ALBERT's `[MASK]` are
+        added tokens of their tokenizers (`MaskedPartsPreprocessor`), BERT's `[MASK]` is found in the pieces."""
+        from official_bert.text.preprocessing import tokenizer_from_files
+
+        if loaded.config.is_roberta or loaded.config.is_albert:  # <mask> / [MASK]: an added token of the tokenizer
+            marker = BPE_MASK_MARKER if loaded.config.is_roberta else MASK_MARKER
+            return MaskedPartsPreprocessor(tokenizer_from_files(loaded.vocab_file, loaded.lower_case), seq_length,
+                                           marker, loaded.config.packing_layout, source=loaded.vocab_file)
+        return MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """A pre-training model_dir's masked-LM module (`top_k`: default `DEFAULT_TOP_K`)."""
+        return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), DEFAULT_TOP_K if top_k is None else top_k,
+                   assets)
+
     def warmup_texts(self):
         marker = self.preprocessor.marker
         return {"text": [f"Peter Blackburn flew to {marker} on Monday to meet the European Commission.",

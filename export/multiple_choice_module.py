@@ -2,7 +2,7 @@
 
 Signatures (the three of every export, with inputs of their own):
 - `serving_default`: `context` [batch] strings and `choices` [batch, n] strings, "" where a question has fewer
-  than n choices (such a choice is masked: score `MISSING_CHOICE_LOGIT` = -1e9, probability 0, never chosen).
+  than n choices (such a choice is masked: score `MASKED_LOGIT` = -1e9, probability 0, never chosen).
   A [batch] `choices` vector is read as one choice per question (what a client sending one string per input gets).
   Outputs: `label_id` [batch] int32 (the chosen choice's index), `scores` [batch, n] float32 (the model's logits),
   `probabilities` [batch, n] (softmax over the choices), `truncated` [batch] bool (some pair of the question did
@@ -82,6 +82,11 @@ class MultipleChoiceModule(ServingModule):
         self.serve_examples = tf.function(serve_examples,
                                           input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
         self.serve_tokens = tf.function(serve_tokens, input_signature=[token_specs[k] for k in ENCODER_INPUTS])
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """A multiple-choice model_dir's module."""
+        return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), assets)
 
     def answer_tokens(self, inputs):
         scores = self.model(inputs, training=False)  # (batch, choices) float32; missing choices -1e9

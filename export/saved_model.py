@@ -55,76 +55,23 @@ def _check_seq_length(seq_length, config, source):
                          f"max_position_embeddings={config.max_position_embeddings}")
 
 
-def _write_lines(path, lines):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("".join(f"{line}\n" for line in lines))
-    return path
-
-
 def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False):
-    """The serving module of a model_dir written by the tasks (`official_bert.model_dir`); `quantize`: a
-    `Model.quantize` mode applied to the loaded model (see QUANTIZED_PRECISIONS); `jit_compile`: see
-    `build_module`."""
-    from export.classifier_module import ClassifierModule
-    from export.tagger_module import TaggerModule
+    """The serving module of a model_dir written by the tasks (`official_bert.model_dir`): its kind's
+    `serving_module` (`official_bert.task_kinds`); `quantize`: a `Model.quantize` mode applied to the loaded model
+    (see QUANTIZED_PRECISIONS); `jit_compile`: see `build_module`."""
     from official_bert import model_dir as model_dirs
-    from official_bert.text.preprocessing import text_preprocessor
+    from official_bert.task_kinds import resolve, task_kind
 
     loaded = model_dirs.load_model_dir(model_dir)
-    if jit_compile and loaded.kind not in (model_dirs.CLASSIFICATION, model_dirs.TAGGING):
+    module_class = resolve(task_kind(loaded.kind).serving_module)
+    if jit_compile and not module_class.compiles_requests:
         raise ValueError(f"--jit_compile: sequence classifiers and taggers (tasks.run_classifier, tasks.run_ner "
                          f"model_dirs) and encoder checkpoints only; {model_dir} is a {loaded.kind} model_dir")
-    # (a masked-LM head decodes with the word table: it stays float there)
-    _quantize(loaded.model, quantize, word_table=loaded.kind != model_dirs.PRETRAINING)
-    info = loaded.info
+    _quantize(loaded.model, quantize, word_table=module_class.quantizes_word_table)
     seq_length = max_seq_length or loaded.max_seq_length
     _check_seq_length(seq_length, loaded.config, model_dir)
-    assets = _tokenizer_assets(loaded.vocab_file)
-    if loaded.kind == model_dirs.PRETRAINING:
-        from export.mlm_module import (BPE_MASK_MARKER, DEFAULT_TOP_K, MASK_MARKER, MaskedLMModule,
-                                       MaskedPartsPreprocessor, MaskedTextPreprocessor)
-        from official_bert.text.preprocessing import tokenizer_from_files
-
-        if loaded.config.is_roberta or loaded.config.is_albert:  # <mask> / [MASK]: an added token of the tokenizer
-            marker = BPE_MASK_MARKER if loaded.config.is_roberta else MASK_MARKER
-            preprocessor = MaskedPartsPreprocessor(tokenizer_from_files(loaded.vocab_file, loaded.lower_case),
-                                                   seq_length, marker, loaded.config.packing_layout,
-                                                   source=loaded.vocab_file)
-        else:
-            preprocessor = MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
-        return MaskedLMModule(loaded.model, preprocessor, DEFAULT_TOP_K if top_k is None else top_k, assets)
-    preprocessor = text_preprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
-    if loaded.kind == model_dirs.SQUAD:
-        return _squad_module(model_dir, info, loaded.model, preprocessor, assets)
-    if loaded.kind == model_dirs.MULTIPLE_CHOICE:
-        from export.multiple_choice_module import MultipleChoiceModule
-
-        return MultipleChoiceModule(loaded.model, preprocessor, assets)
-    labels = list(info["label_names"])
-    if labels:
-        assets["labels.txt"] = _write_lines(os.path.join(staging_dir, "labels.txt"), labels)
-    if loaded.kind == model_dirs.TAGGING:
-        return TaggerModule(loaded.model, preprocessor, labels, assets, jit_compile)
-
-    from official_bert.data.glue_tasks import get_glue_task
-
-    glue_task = get_glue_task(info["task"])
-    is_regression = bool(info.get("is_regression", glue_task.is_regression))
-    features = ("text", "text_b") if glue_task.is_pair else ("text",)
-    return ClassifierModule(loaded.model, preprocessor, labels, is_regression, features, assets, jit_compile)
-
-
-def _squad_module(model_dir, info, model, preprocessor, assets):
-    """The module of a SQuAD model_dir: its answer settings come from task.json (the latest run's)."""
-    from export.squad_module import SquadModule
-    from official_bert.tasks.squad import ANSWER_SETTINGS
-
-    for field in ANSWER_SETTINGS:
-        if field not in info:
-            raise ValueError(f"{os.path.join(model_dir, 'task.json')}: field '{field}' missing (written by an old "
-                             f"tasks.run_squad); re-run it with --do_train=false to record it")
-    return SquadModule(model, preprocessor, info["max_query_length"], info["max_answer_length"],
-                       bool(info.get("version_2_with_negative", False)), info["null_score_diff_threshold"], assets)
+    return module_class.from_model_dir(loaded, seq_length, _tokenizer_assets(loaded.vocab_file), staging_dir,
+                                       top_k=top_k, jit_compile=jit_compile)
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, jit_compile=False):

@@ -17,6 +17,8 @@ By default no function is XLA-compiled: TF Serving's CPU build refuses jit-compi
 compiles the model of a classifier's, tagger's or encoder's requests without padding (`export.request_length`).
 """
 
+import os
+
 import tensorflow as tf
 
 from export.preprocessing import parse_text_examples, token_input_specs
@@ -39,6 +41,29 @@ class ServingModule(tf.Module):
     """
 
     compiled_signature = "serving_default"  # the signature whose requests `jit_compile` compiles
+    compiles_requests = False  # whether it takes `jit_compile` (`export.saved_model --jit_compile`)
+    quantizes_word_table = True  # `--precision=int8` quantizes the word-piece table (not a decoder's)
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """The module serving a model_dir of its kind (`official_bert.task_kinds.TaskKind.serving_module`).
+
+        Args:
+            loaded: the `official_bert.model_dir.LoadedModelDir` (its model quantized as asked).
+            seq_length: the packed length.
+            assets: the tokenizer files, file name -> path (a module adds its own).
+            staging_dir: a directory for the asset files written on the way (must live until the save).
+            top_k: masked-LM modules: candidates per mask (None: their default).
+            jit_compile: see `compiles_requests`.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def preprocessor_for(cls, loaded, seq_length):
+        """The raw-text preprocessor of a `LoadedModelDir`: its tokenizer, casing and family's packing."""
+        from official_bert.text.preprocessing import text_preprocessor
+
+        return text_preprocessor(loaded.vocab_file, loaded.lower_case, seq_length)
 
     def __init__(self, preprocessor, text_features, assets, name=None, jit_compile=False):
         super().__init__(name=name)
@@ -134,3 +159,13 @@ class ServingModule(tf.Module):
     def tflite_answer_text(self, texts):
         """`answer_text` with only TFLite-convertible ops; by default `answer_text` itself."""
         return self.answer_text(texts)
+
+
+def with_labels_file(assets, label_names, staging_dir):
+    """`assets` with `labels.txt` (one label name a line, written in `staging_dir`) when there are label names."""
+    if not label_names:
+        return assets
+    path = os.path.join(staging_dir, "labels.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(f"{name}\n" for name in label_names))
+    return {**assets, "labels.txt": path}

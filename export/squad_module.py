@@ -32,6 +32,8 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops: no `answer_tex
 the byte offsets and everything else as in the SavedModel.
 """
 
+import os
+
 import tensorflow as tf
 
 from export.serving_module import ServingModule
@@ -139,6 +141,20 @@ class SquadModule(ServingModule):
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """A SQuAD model_dir's module: its answer settings come from task.json (the latest run's)."""
+        from official_bert.tasks.squad import ANSWER_SETTINGS
+
+        info = loaded.info
+        for field in ANSWER_SETTINGS:
+            if field not in info:
+                raise ValueError(f"{os.path.join(loaded.model_dir, 'task.json')}: field '{field}' missing (written by "
+                                 "an old tasks.run_squad); re-run it with --do_train=false to record it")
+        return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), info["max_query_length"],
+                   info["max_answer_length"], bool(info.get("version_2_with_negative", False)),
+                   info["null_score_diff_threshold"], assets)
 
     def warmup_texts(self):
         return {"question": ["Where did Peter Blackburn fly on Monday?", "What is the journey like?"],

@@ -28,7 +28,7 @@ The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs 
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
-from export.serving_module import ServingModule
+from export.serving_module import ServingModule, with_labels_file
 from official_bert.data.padding import zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
@@ -136,6 +136,8 @@ class TaggerModule(ServingModule):
         jit_compile: XLA-compile the model for raw-text requests without padding.
     """
 
+    compiles_requests = True
+
     def __init__(self, model, preprocessor, label_names, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="tagger", jit_compile=jit_compile)
         self.model = model
@@ -153,6 +155,13 @@ class TaggerModule(ServingModule):
         self._is_suffix = eager_constant(~starts_word(preprocessor.tokenizer, layout))
         self._lone_space = eager_constant(bare_space(preprocessor.tokenizer.get_vocab(), layout))
         self._space = eager_constant(whitespace_pieces(preprocessor.tokenizer.get_vocab(), layout))
+
+    @classmethod
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
+        """A tagging model_dir's module, with its tags (task.json's `label_names`, shipped as `labels.txt`)."""
+        labels = list(loaded.info["label_names"])
+        return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), labels,
+                   with_labels_file(assets, labels, staging_dir), jit_compile)
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, seq, labels)

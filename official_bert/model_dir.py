@@ -20,20 +20,18 @@ import os
 
 from official_bert.tokenizer_kinds import HF_TOKENIZER_CLASSES, VOCAB_FILES, WORDPIECE_FILE, tokenizer_kind
 
+from official_bert.task_kinds import (CLASSIFICATION, KINDS, MULTIPLE_CHOICE, PRETRAINING, SQUAD,  # noqa: F401
+                                      TAGGING, kind_of_task_name, task_kind)
+
 TASK_FILE = "task.json"
 WEIGHTS_FILE = "model.weights.h5"
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = WORDPIECE_FILE  # (RoBERTa's and ALBERT's: `tokenizer_kinds.VOCAB_FILES`)
 ENCODER_DIR = "encoder"
 PRETRAINER_DIR = "pretrainer"
-# 1: no "schema_version" or "kind" field (written before this module); 2: both.
+# 1: no "schema_version" or "kind" field (written before this module); 2: both. Fields a kind added later
+# (classification's "text_features") are filled in when read (`TaskKind.complete`), so files without them load.
 SCHEMA_VERSION = 2
-
-CLASSIFICATION, TAGGING, SQUAD, PRETRAINING = "classification", "tagging", "squad", "pretraining"
-MULTIPLE_CHOICE = "multiple_choice"
-KINDS = (CLASSIFICATION, TAGGING, SQUAD, PRETRAINING, MULTIPLE_CHOICE)
-# task.json "task" of the kinds with one task name; every other name of a schema-1 file is a GLUE task.
-_TASK_NAMES = {"ner": TAGGING, "squad": SQUAD, "pretraining": PRETRAINING}
 
 
 def _read_json(path):
@@ -55,7 +53,7 @@ def is_model_dir(path):
 
 
 def read_task_info(model_dir):
-    """The model_dir's task.json, upgraded to the current schema (with "kind").
+    """The model_dir's task.json, upgraded to the current schema (with "kind", and the fields its kind fills in).
 
     Raises:
         FileNotFoundError: no task.json.
@@ -74,14 +72,15 @@ def read_task_info(model_dir):
                          f"to {SCHEMA_VERSION}); upgrade official-bert")
     if "task" not in info:
         raise ValueError(f"{path}: field 'task' missing")
-    kind = info.get("kind") or _TASK_NAMES.get(info["task"], CLASSIFICATION)
+    kind = info.get("kind") or kind_of_task_name(info["task"])
     if kind not in KINDS:
         raise ValueError(f"{path}: field 'kind' is {kind!r}; expected one of {', '.join(KINDS)}")
-    required = ["max_seq_length", "do_lower_case"] + (["label_names"] if kind in (CLASSIFICATION, TAGGING) else [])
-    for field in required:
+    spec = task_kind(kind)
+    for field in spec.fields:
         if field not in info:
             raise ValueError(f"{path}: field '{field}' missing")
-    return {**info, "kind": kind, "schema_version": SCHEMA_VERSION}
+    added = spec.complete(info) if spec.complete else {}
+    return {**info, **added, "kind": kind, "schema_version": SCHEMA_VERSION}
 
 
 def write_task_info(model_dir, kind, info):
@@ -92,8 +91,7 @@ def write_task_info(model_dir, kind, info):
         kind: one of `KINDS`.
         info: the task's fields (`task`, `max_seq_length`, `do_lower_case`, labels, ...).
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    task_kind(kind)  # (a ValueError for an unknown kind)
     write_json(os.path.join(model_dir, TASK_FILE), {**info, "kind": kind, "schema_version": SCHEMA_VERSION})
 
 
@@ -149,7 +147,7 @@ def write_tokenizer_config(directory, lower_case, vocab_file=None):
 
 
 def build_task_model(kind, config, info, train_on_real_tokens=True):
-    """The untrained task model of a kind, shaped by the task's facts.
+    """The untrained task model of a kind (its `TaskKind.build_model`), shaped by the task's facts.
 
     Args:
         kind: one of `KINDS`.
@@ -160,27 +158,7 @@ def build_task_model(kind, config, info, train_on_real_tokens=True):
     """
     from official_bert.models.encoder import BertEncoder
 
-    encoder = BertEncoder(config)
-    if kind == CLASSIFICATION:
-        from official_bert.models.classifier import BertClassifier
-
-        num_outputs = 1 if info.get("is_regression") else len(info["label_names"])
-        return BertClassifier(encoder, info.get("num_classes", num_outputs), train_on_real_tokens=train_on_real_tokens)
-    if kind == TAGGING:
-        from official_bert.models.token_classifier import BertTokenClassifier
-
-        return BertTokenClassifier(encoder, len(info["label_names"]), train_on_real_tokens=train_on_real_tokens)
-    if kind == SQUAD:
-        from official_bert.models.span_labeler import BertSpanLabeler
-
-        return BertSpanLabeler(encoder, train_on_real_tokens=train_on_real_tokens)
-    if kind == MULTIPLE_CHOICE:
-        from official_bert.models.multiple_choice import BertMultipleChoice
-
-        return BertMultipleChoice(encoder)
-    from official_bert.models.pretrainer import MLM_NSP, BertPretrainer
-
-    return BertPretrainer(encoder, objective=info.get("objective", MLM_NSP))  # none: before --objective
+    return task_kind(kind).build_model(BertEncoder(config), info, train_on_real_tokens=train_on_real_tokens)
 
 
 @dataclasses.dataclass
@@ -195,6 +173,7 @@ class LoadedModelDir:
         vocab_file: the model_dir's `vocab.txt` (RoBERTa: `vocab.json`, `merges.txt` beside it).
         lower_case: the casing it was trained with.
         max_seq_length: the training sequence length.
+        model_dir: the directory it was read from.
     """
     kind: str
     info: dict
@@ -203,6 +182,7 @@ class LoadedModelDir:
     vocab_file: str
     lower_case: bool
     max_seq_length: int
+    model_dir: str = ""
 
 
 def load_model_dir(model_dir):
@@ -229,4 +209,4 @@ def load_model_dir(model_dir):
     model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
     return LoadedModelDir(kind=info["kind"], info=info, config=config, model=model,
                           vocab_file=vocab_file, lower_case=bool(info["do_lower_case"]),
-                          max_seq_length=int(info["max_seq_length"]))
+                          max_seq_length=int(info["max_seq_length"]), model_dir=model_dir)

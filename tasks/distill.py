@@ -50,26 +50,15 @@ common.define_run_flags(skip=("init_checkpoint", "vocab_file", "do_lower_case"),
 
 
 def teacher_task(info):
-    """The task object of the teacher's task.json `info`, with this command's data flags."""
-    from official_bert import model_dir as model_dirs
+    """The task object of the teacher's task.json `info` (its kind's Task class, `Task.for_teacher`), with this
+    command's data flags."""
+    from official_bert.task_kinds import resolve, task_kind
 
-    if info["kind"] == model_dirs.CLASSIFICATION:
-        from official_bert.tasks.classification import ClassificationTask
-
-        return ClassificationTask(info["task"], data_dir=FLAGS.data_dir, download=True)
-    if info["kind"] == model_dirs.TAGGING:
-        from official_bert.tasks.tagging import TaggingTask
-
-        return TaggingTask(FLAGS.data_dir, FLAGS.tag_scheme, FLAGS.eval_split)
-    if info["kind"] == model_dirs.SQUAD:
-        from official_bert.tasks.squad import SquadTask
-
-        return SquadTask(FLAGS.train_file, FLAGS.predict_file, version_2_with_negative=info["version_2_with_negative"],
-                         doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-                         max_answer_length=info.get("max_answer_length", 30),
-                         null_score_diff_threshold=info.get("null_score_diff_threshold", 0.0))
-    raise app.UsageError(f"--teacher={FLAGS.teacher} is a {info['kind']} model_dir; distillation takes "
-                         "classification, tagging and SQuAD model_dirs")
+    task = resolve(task_kind(info["kind"]).task_class).for_teacher(info, FLAGS)
+    if task is None:
+        raise app.UsageError(f"--teacher={FLAGS.teacher} is a {info['kind']} model_dir; distillation takes "
+                             "classification, tagging and SQuAD model_dirs")
+    return task
 
 
 def check_command_line(argv):

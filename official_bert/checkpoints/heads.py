@@ -34,8 +34,7 @@ Examples:
 from typing import List
 
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, hf_only, layer_norm_specs
-from official_bert.models import (BertClassifier, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
-                                  BertTokenClassifier)
+from official_bert.task_kinds import kind_of_model, resolve
 
 # Hugging Face names of the masked-LM output bias, by family: transformers saves the first; older exports hold (also,
 # or only) the tied decoder bias.
@@ -44,34 +43,57 @@ HF_MLM_BIAS_NAMES = {"bert": ("cls.predictions.bias", "cls.predictions.decoder.b
 
 
 def head_specs(model) -> List[WeightSpec]:
-    """Weight specs of a task model's head (both heads of a `BertPretrainer`), in both formats.
+    """Weight specs of a task model's head (both heads of a `BertPretrainer`), in both formats: its kind's
+    `head_specs` (`official_bert.task_kinds`).
 
     Args:
-        model: a `BertClassifier`, `BertTokenClassifier`, `BertMultipleChoice`, `BertSpanLabeler` or
-            `BertPretrainer`.
+        model: a task model of a kind (`BertClassifier`, `BertTokenClassifier`, `BertMultipleChoice`,
+            `BertSpanLabeler`, `BertPretrainer`).
     Raises:
         TypeError: another model, whose head has no checkpoint names.
     """
-    if not hasattr(model, "encoder"):
+    kind = kind_of_model(model)
+    if kind is None:
         raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
-    model_type = model.encoder.config.model_type
-    if isinstance(model, BertClassifier) and model.encoder.config.is_roberta:
+    return resolve(kind.head_specs)(model)
+
+
+def sequence_classifier_specs(model) -> List[WeightSpec]:
+    """A `BertClassifier`'s head: RoBERTa's `classifier.dense` + `classifier.out_proj`, else as a multiple-choice
+    head."""
+    if model.encoder.config.is_roberta:
         return hf_only(dense_specs(model.pre_head, None, "classifier.dense")
                        + dense_specs(model.head, None, "classifier.out_proj"))
-    if isinstance(model, (BertClassifier, BertMultipleChoice)) and model_type == "distilbert":
+    return multiple_choice_specs(model)
+
+
+def multiple_choice_specs(model) -> List[WeightSpec]:
+    """A `BertMultipleChoice`'s (or classifier's) head: DistilBERT's `pre_classifier` + `classifier`, else as a
+    token classifier's."""
+    if model.encoder.config.model_type == "distilbert":
         return hf_only(dense_specs(model.pre_head, None, "pre_classifier")
                        + dense_specs(model.head, None, "classifier"))
-    if isinstance(model, (BertClassifier, BertTokenClassifier, BertMultipleChoice)):
-        return dense_specs(model.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
-                           google_bias="output_bias", google_transposed=True)
-    if isinstance(model, BertSpanLabeler):
-        return dense_specs(model.head, google_prefix="cls/squad", hf_prefix="qa_outputs",
-                           google_kernel="output_weights", google_bias="output_bias", google_transposed=True)
-    if isinstance(model, BertPretrainer):
-        if model_type not in ("bert", "albert") or model.next_sentence is None:  # no NSP head (objective "mlm")
-            return masked_lm_specs(model)
-        return masked_lm_specs(model) + next_sentence_specs(model)
-    raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
+    return token_classifier_specs(model)
+
+
+def token_classifier_specs(model) -> List[WeightSpec]:
+    """The one dense head of a `BertTokenClassifier` (or classifier): HF `classifier`, Google `output_weights` /
+    `output_bias`."""
+    return dense_specs(model.head, google_prefix="", hf_prefix="classifier", google_kernel="output_weights",
+                       google_bias="output_bias", google_transposed=True)
+
+
+def span_labeler_specs(model) -> List[WeightSpec]:
+    """A `BertSpanLabeler`'s head: HF `qa_outputs`, Google `cls/squad/output_weights` / `output_bias`."""
+    return dense_specs(model.head, google_prefix="cls/squad", hf_prefix="qa_outputs",
+                       google_kernel="output_weights", google_bias="output_bias", google_transposed=True)
+
+
+def pretrainer_specs(model) -> List[WeightSpec]:
+    """A `BertPretrainer`'s heads: the masked LM, and the next-sentence (or sentence-order) head when it has one."""
+    if model.encoder.config.model_type not in ("bert", "albert") or model.next_sentence is None:  # objective "mlm"
+        return masked_lm_specs(model)
+    return masked_lm_specs(model) + next_sentence_specs(model)
 
 
 def masked_lm_specs(pretrainer, hf_bias_name=None) -> List[WeightSpec]:

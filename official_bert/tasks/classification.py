@@ -1,4 +1,5 @@
-"""ClassificationTask: a GLUE task (classification or regression) for the runner."""
+"""ClassificationTask: a GLUE task, or a task of the user's described as one (classification or regression), for
+the runner."""
 
 import logging
 import os
@@ -16,28 +17,41 @@ _SUBMISSION_NAMES = {"test_matched": "MNLI-m", "test_mismatched": "MNLI-mm"}
 
 
 class ClassificationTask(Task):
-    """Sequence classification (or regression, STS-B) of a GLUE task.
+    """Sequence classification (or regression, STS-B) of a GLUE task, or of a task of the user's.
 
     Args:
-        task: the GLUE task name (`official_bert.data.glue_tasks.GLUE_TASKS`).
+        task: the GLUE task name (`official_bert.data.glue_tasks.GLUE_TASKS`), or a `GlueTask` of the user's (its
+            name, labels, metrics, file names and TSV columns; with `data_dir`).
         data_dir: the task's GLUE TSV files; None: tensorflow-datasets `glue/<task>`.
         tfds_data_dir: TFDS's data directory (None: its default).
         download: without data_dir, download and prepare the TFDS dataset when it is not prepared.
         skip_bad_rows: skip (and count) malformed TSV rows instead of failing.
+        text_features: the exported model's raw-text input names, recorded in task.json; default ("text",), or
+            ("text", "text_b") for a pair task.
     """
 
     kind = model_dirs.CLASSIFICATION
     tokenizer_kinds = TOKENIZER_KINDS  # text_preprocessor() only
 
-    def __init__(self, task, data_dir=None, tfds_data_dir=None, download=False, skip_bad_rows=False):
+    def __init__(self, task, data_dir=None, tfds_data_dir=None, download=False, skip_bad_rows=False,
+                 text_features=None):
         from official_bert.data.glue_tasks import get_glue_task
+        from official_bert.task_kinds import text_features as default_text_features
 
         self.glue_task = get_glue_task(task)
         self.data_dir = data_dir
         self.tfds_data_dir = tfds_data_dir
         self.download = download
         self.skip_bad_rows = skip_bad_rows
+        self.text_features = list(text_features or default_text_features(self.glue_task.is_pair))
+        if len(self.text_features) != (2 if self.glue_task.is_pair else 1):
+            raise ValueError(f"text_features={self.text_features}: {self.glue_task.name} has "
+                             f"{'two texts' if self.glue_task.is_pair else 'one text'} per example")
         self._splits = {}
+
+    @classmethod
+    def for_teacher(cls, info, flags):
+        return cls(info["task"], data_dir=flags.data_dir, download=True)
 
     def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
         """`(inputs, labels)` batches of the first `num_examples` examples of the eval split, packed for the
@@ -85,6 +99,9 @@ class ClassificationTask(Task):
 
     def training_settings(self):
         return {"skip_bad_rows": self.skip_bad_rows}
+
+    def run_settings(self):
+        return {"text_features": self.text_features}  # export's input names: they change no training
 
     def train_dataset(self, context):
         from official_bert.data.classification_dataset import classification_dataset

@@ -12,6 +12,7 @@ import os
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
+from official_bert.task_kinds import task_kind
 from official_bert.tasks.base import Task
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ class DistillationTask(Task):
             if cache is None:
                 cache = build_teacher_cache(self._distiller.teacher, make_batches(batch_size),
                                             self._num_train_examples, batch_size, seq_length,
-                                            per_piece=self.kind != model_dirs.CLASSIFICATION)
+                                            per_piece=task_kind(self.kind).logits_per_piece)
             return cache.attach(make_batches(batch_size))
 
         return make_batches_with_logits

@@ -47,6 +47,13 @@ class SquadTask(Task):
         self.train = self.train_source = self.predictions_of = self.predict_source = None
         self._results = None
 
+    @classmethod
+    def for_teacher(cls, info, flags):
+        return cls(flags.train_file, flags.predict_file, version_2_with_negative=info["version_2_with_negative"],
+                   doc_stride=flags.doc_stride, max_query_length=flags.max_query_length,
+                   max_answer_length=info.get("max_answer_length", 30),
+                   null_score_diff_threshold=info.get("null_score_diff_threshold", 0.0))
+
     def validate(self, config):
         if config.do_train and not (self.train_file or self.tfds_name):
             raise ValueError("training needs --train_file or --tfds_name (or pass --do_train=false)")

@@ -43,6 +43,10 @@ class TaggingTask(Task):
         self._predicted = None  # tags of the eval split, once computed
         self._texts = None  # the lines of predict_text_file, once read
 
+    @classmethod
+    def for_teacher(cls, info, flags):
+        return cls(flags.data_dir, flags.tag_scheme, flags.eval_split)
+
     def validate(self, config):
         if not self.data_dir:
             raise ValueError("--data_dir is required")

@@ -152,3 +152,17 @@ def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
     assert [{"type": t, "start": s, "end": e, "text": x} for t, s, e, x in zip(
         answer["entity_type"], answer["entity_start"], answer["entity_end"], answer["entity_text"])] == expected
     assert len(expected) > 0
+
+
+def test_a_task_outside_glue_is_served_on_its_recorded_text_features(tmp_path, vocab_file):
+    info = {"task": "REVIEWS", "label_names": ["bad", "meh", "good"], "is_regression": False, "num_classes": 3}
+    model_dir, model = _classifier_dir(tmp_path / "reviews", {**info, "text_features": ["review"]}, 3, vocab_file,
+                                       seed=5)
+    module = build_module(str(model_dir), str(tmp_path))
+    assert list(module.serving_default.input_signature) == [tf.TensorSpec([None], tf.string, name="review")]
+    out = module.serving_default(tf.constant(SST2_TEXTS[:2]))
+    logits = model(_packed(vocab_file, SST2_TEXTS[:2], 24), training=False).numpy()
+    np.testing.assert_allclose(out["logits"].numpy(), logits, atol=2e-5, rtol=1e-5)
+    older, _ = _classifier_dir(tmp_path / "older", info, 3, vocab_file, seed=5)  # no text_features recorded
+    with pytest.raises(ValueError, match="task.json: field 'text_features' missing .*'REVIEWS' is not a GLUE task"):
+        build_module(str(older), str(tmp_path))
