@@ -16,6 +16,11 @@ from keras import ops
 from official_bert.layers.matmul_dense import dense_2d
 from official_bert.layers.real_tokens import token_layout
 
+# The logit of what a softmax leaves out (attention to padding, a missing choice, a span labeler's padding): far
+# below any real score, so exp() of it is exactly 0 in float32, yet finite, so a loss, its gradient and a JSON
+# answer stay finite. Applied in float32: in half precision it would be -inf.
+MASKED_LOGIT = -1e9
+
 
 class BertSelfAttention(keras.layers.Layer):
     """Multi-head scaled dot-product self-attention, BERT's `attention.self` + `attention.output.dense`.
@@ -102,8 +107,8 @@ class BertSelfAttention(keras.layers.Layer):
             return ops.dot_product_attention(query, key, value, mask=attend, scale=1.0 / math.sqrt(self.head_size),
                                              flash_attention=None if keras.config.is_flash_attention_enabled() is
                                              not False else False)
-        # Additive mask in float32 (a half-precision -1e9 would be -inf): (batch, 1, 1, seq).
-        attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * -1e9)[:, None, None, :]
+        # Additive mask in float32 (`MASKED_LOGIT`): (batch, 1, 1, seq).
+        attention_bias = ((1.0 - ops.cast(attention_mask, "float32")) * MASKED_LOGIT)[:, None, None, :]
         scores = self._scaled_scores(query, key) + attention_bias  # (batch, kept heads, seq, seq) float32
         probs = ops.softmax(scores, axis=-1)  # float32
         probs = self.dropout(ops.cast(probs, value.dtype), training=training)

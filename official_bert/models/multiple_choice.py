@@ -3,11 +3,8 @@
 import keras
 from keras import ops
 
+from official_bert.layers.attention import MASKED_LOGIT
 from official_bert.models.task_model import TaskModel
-
-# The logit of a missing choice: far below any real score, so its softmax probability is exactly 0, yet finite, so
-# a loss, its gradient and a JSON answer stay finite.
-MISSING_CHOICE_LOGIT = -1e9
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -25,13 +22,13 @@ class FlattenChoices(keras.layers.Layer):
 @keras.saving.register_keras_serializable(package="official_bert")
 class ChoiceLogits(keras.layers.Layer):
     """Pair scores (batch * choices, 1) -> logits (batch, choices); a choice whose `input_mask` row is all zeros
-    (a missing choice) gets `MISSING_CHOICE_LOGIT`."""
+    (a missing choice) gets `MASKED_LOGIT`."""
 
     def call(self, scores, input_mask):
         shape = ops.shape(input_mask)  # (batch, choices, seq)
         logits = ops.reshape(scores, (shape[0], shape[1]))  # (batch, choices)
         present = ops.max(input_mask, axis=-1) > 0  # (batch, choices); no `Any`: serving graphs keep to Max
-        return ops.where(present, logits, ops.cast(MISSING_CHOICE_LOGIT, logits.dtype))
+        return ops.where(present, logits, ops.cast(MASKED_LOGIT, logits.dtype))
 
     def compute_output_shape(self, scores_shape, input_mask_shape):
         return tuple(input_mask_shape[:2])
@@ -46,7 +43,7 @@ class BertMultipleChoice(TaskModel):
     and the scores of one question's pairs, side by side, are its logits; softmax over them and cross-entropy
     against the right choice's index train it. Any number of choices: a question with fewer than the batch's
     largest has its missing choices packed as all-zero rows (`input_mask` 0 everywhere), which get
-    `MISSING_CHOICE_LOGIT` (-1e9): never chosen, probability 0, no share in the loss. Load a transformers
+    `MASKED_LOGIT` (-1e9): never chosen, probability 0, no share in the loss. Load a transformers
     checkpoint, or a plain encoder one, with `checkpoints.load_task_weights(model.encoder,
     checkpoints.head_specs(model), path)`. DistilBERT's head (`DistilBertForMultipleChoice`) puts a dense + ReLU
     layer (`pre_head`, its `pre_classifier`) on the first token before the dropout.

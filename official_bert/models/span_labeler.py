@@ -2,11 +2,11 @@
 
 import keras
 
+from official_bert.layers.attention import MASKED_LOGIT
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
 SPAN_OUTPUTS = ("start_logits", "end_logits")
-PADDING_LOGIT = -1e9  # the real-token path's logit at the padding: exp() of it is 0 in the loss's softmax
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -23,7 +23,7 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
 
     Training on TensorFlow runs on the batch's real tokens only (`RealTokenTraining.trains_on_real_tokens` says
     where): SQuAD v1.1's windows at seq 384 are 47% real tokens. Its softmax over start (end) positions then
-    leaves out the padding (`PADDING_LOGIT`), which the padded model's softmax, like Google's and Hugging Face's,
+    leaves out the padding (`MASKED_LOGIT`), which the padded model's softmax, like Google's and Hugging Face's,
     takes in with whatever logits the padding gets; `train_on_real_tokens=False` trains on that padded objective.
 
     Args:
@@ -54,7 +54,7 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
 
     def real_token_outputs(self, inputs, rows, layout, training):
         """The head on the encoder's packed rows (`RealTokenTraining.call` with `real_tokens`): the padded model's
-        logits at the real tokens up to float rounding (and dropout), `PADDING_LOGIT` at the padding, so a softmax
+        logits at the real tokens up to float rounding (and dropout), `MASKED_LOGIT` at the padding, so a softmax
         over the positions of a sequence gives the padding no share.
 
         Args:
@@ -67,7 +67,7 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         """
         logits = layout.unpack(self.head(rows))  # (batch, seq, 2), 0 at the padding
         is_real = keras.ops.expand_dims(keras.ops.cast(inputs["input_mask"], "bool"), -1)  # (batch, seq, 1)
-        return _span_outputs(keras.ops.where(is_real, logits, PADDING_LOGIT))
+        return _span_outputs(keras.ops.where(is_real, logits, MASKED_LOGIT))
 
     def default_loss(self):
         """Sparse cross-entropy of the start and of the end logits; with `default_loss_weights` (0.5 each) the loss

@@ -97,7 +97,7 @@ class MultipleChoiceTask(Task):
         return len(train), make_dataset
 
     def _logits(self, model, context, examples):
-        """(questions, max choices) logits; a missing choice's is `MISSING_CHOICE_LOGIT`."""
+        """(questions, max choices) logits; a missing choice's is `MASKED_LOGIT`."""
         from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
 
         dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, context.text_preprocessor(),

@@ -10,7 +10,7 @@ import pytest
 from official_bert import BertEncoder
 from official_bert.checkpoints import head_specs, load_encoder, load_task_weights
 from official_bert.models import BertMultipleChoice
-from official_bert.models.multiple_choice import MISSING_CHOICE_LOGIT
+from official_bert.layers.attention import MASKED_LOGIT
 
 HF_NAMES = (("input_ids", "input_word_ids"), ("attention_mask", "input_mask"), ("token_type_ids", "input_type_ids"))
 
@@ -99,8 +99,8 @@ def test_missing_choices_are_masked_never_scored(tiny_config):
         gapped[name][0, 3:] = 0
         gapped[name][2, 1:] = 0
     logits = np.asarray(model(gapped, training=False))
-    np.testing.assert_array_equal(logits[0, 3:], MISSING_CHOICE_LOGIT)
-    np.testing.assert_array_equal(logits[2, 1:], MISSING_CHOICE_LOGIT)
+    np.testing.assert_array_equal(logits[0, 3:], MASKED_LOGIT)
+    np.testing.assert_array_equal(logits[2, 1:], MASKED_LOGIT)
     np.testing.assert_allclose(logits[0, :3], full[0, :3], atol=1e-5)  # the others are scored as before
     np.testing.assert_allclose(logits[1], full[1], atol=1e-5)
     np.testing.assert_allclose(logits[2, 0], full[2, 0], atol=1e-5)

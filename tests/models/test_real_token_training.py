@@ -11,7 +11,8 @@ import pytest
 
 from official_bert import BertClassifier, BertConfig, BertEncoder
 from official_bert.models import BertSpanLabeler, BertTokenClassifier
-from official_bert.models.span_labeler import PADDING_LOGIT, SPAN_OUTPUTS
+from official_bert.layers.attention import MASKED_LOGIT
+from official_bert.models.span_labeler import SPAN_OUTPUTS
 from tiny_families import FAMILIES, padded_inputs
 
 tf = pytest.importorskip("tensorflow")
@@ -105,9 +106,9 @@ def test_a_span_labelers_training_call_on_real_tokens_leaves_the_padding_out_of_
     logits, gradients = _span_loss_and_gradients(model, inputs, lambda logits: logits)
     masked = {name: np.where(is_real.numpy(), logits[name], 0.0) for name in SPAN_OUTPUTS}
     padded_logits, padded_gradients = _span_loss_and_gradients(
-        _padded_twin(model, family, "span"), inputs, lambda logits: {name: tf.where(is_real, logits[name], PADDING_LOGIT) for name in SPAN_OUTPUTS})
+        _padded_twin(model, family, "span"), inputs, lambda logits: {name: tf.where(is_real, logits[name], MASKED_LOGIT) for name in SPAN_OUTPUTS})
     for name in SPAN_OUTPUTS:
-        np.testing.assert_array_equal(logits[name][~is_real.numpy()], PADDING_LOGIT)
+        np.testing.assert_array_equal(logits[name][~is_real.numpy()], MASKED_LOGIT)
         np.testing.assert_allclose(masked[name], np.where(is_real.numpy(), padded_logits[name], 0.0),
                                    atol=2e-5, rtol=1e-5)
     assert len(gradients) == len(padded_gradients) == len(model.trainable_variables)
@@ -123,7 +124,7 @@ def test_a_span_labelers_inference_call_keeps_the_padded_models_logits():
     padded = _padded_twin(model, "bert", "span")(inputs, training=False)
     for name in SPAN_OUTPUTS:
         np.testing.assert_array_equal(logits[name].numpy(), padded[name].numpy())
-    assert np.all(np.abs(logits["start_logits"].numpy()) < 100)  # the padding's own logits, not PADDING_LOGIT
+    assert np.all(np.abs(logits["start_logits"].numpy()) < 100)  # the padding's own logits, not MASKED_LOGIT
 
 
 def test_a_training_call_on_real_tokens_applies_dropout():
