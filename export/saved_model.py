@@ -27,6 +27,8 @@ from absl import app, flags
 
 from export.ops import serving_save_options
 from official_bert import owned_files
+from official_bert.families import check_sequence_length
+from official_bert.tokenizer_kinds import BPE, BPE_FILES, VOCAB_FILES, tokenizer_kind
 
 FLAGS = flags.FLAGS
 
@@ -40,19 +42,13 @@ def _read_json(path):
         return json.load(f)
 
 
-def _tokenizer_assets(vocab_file):
-    """The export's tokenizer files: `vocab.txt`, RoBERTa's `vocab.json` + `merges.txt`, or ALBERT's `spiece.model`."""
-    if vocab_file.endswith(".model"):
-        return {"spiece.model": vocab_file}
-    if not vocab_file.endswith(".json"):
-        return {"vocab.txt": vocab_file}
-    return {"vocab.json": vocab_file, "merges.txt": os.path.join(os.path.dirname(vocab_file), "merges.txt")}
-
-
-def _check_seq_length(seq_length, config, source):
-    if not 3 <= seq_length <= config.max_sequence_length:
-        raise ValueError(f"{source}: max_seq_length={seq_length} must be between 3 and the model's "
-                         f"max_position_embeddings={config.max_position_embeddings}")
+def _tokenizer_assets(vocab_file, config):
+    """The export's tokenizer files, of the model's tokenizer kind: `vocab.txt`, RoBERTa's `vocab.json` +
+    `merges.txt`, or ALBERT's `spiece.model`."""
+    kind = tokenizer_kind(vocab_file, config)
+    if kind == BPE:
+        return {BPE_FILES[0]: vocab_file, BPE_FILES[1]: os.path.join(os.path.dirname(vocab_file), BPE_FILES[1])}
+    return {VOCAB_FILES[kind]: vocab_file}
 
 
 def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False):
@@ -69,9 +65,9 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
                          f"model_dirs) and encoder checkpoints only; {model_dir} is a {loaded.kind} model_dir")
     _quantize(loaded.model, quantize, word_table=module_class.quantizes_word_table)
     seq_length = max_seq_length or loaded.max_seq_length
-    _check_seq_length(seq_length, loaded.config, model_dir)
-    return module_class.from_model_dir(loaded, seq_length, _tokenizer_assets(loaded.vocab_file), staging_dir,
-                                       top_k=top_k, jit_compile=jit_compile)
+    check_sequence_length(seq_length, loaded.config, "max_seq_length", source=model_dir)
+    assets = _tokenizer_assets(loaded.vocab_file, loaded.config)
+    return module_class.from_model_dir(loaded, seq_length, assets, staging_dir, top_k=top_k, jit_compile=jit_compile)
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, jit_compile=False):
@@ -90,10 +86,10 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, 
     if seq_length is None and os.path.isfile(sentence_config):  # sentence-transformers' own limit
         seq_length = _read_json(sentence_config).get("max_seq_length")
     seq_length = seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
-    _check_seq_length(seq_length, config, checkpoint_dir)
+    check_sequence_length(seq_length, config, "max_seq_length", source=checkpoint_dir)
     vocab_file = write_tokenizer_files(vocab, staging_dir)
     return EncoderModule(encoder, text_preprocessor(vocab_file, resolve_casing(lower, source), seq_length),
-                         _tokenizer_assets(vocab_file), jit_compile)
+                         _tokenizer_assets(vocab_file, config), jit_compile)
 
 
 # --precision -> the Keras dtype policy the served model is built under. "bfloat16" stores the weights in bfloat16

@@ -6,6 +6,7 @@ import os
 from typing import Optional
 
 from official_bert import model_dir as model_dirs
+from official_bert.families import check_sequence_length
 
 
 @dataclasses.dataclass
@@ -58,7 +59,7 @@ def resolve_checkpoint_settings(config, task):
         bert_config = BertConfig.from_json_file(os.path.join(config.model_dir, model_dirs.CONFIG_FILE))
         vocab = model_dirs.vocab_file_of(config.model_dir, bert_config)
         tokens = read_vocab_file(vocab) if os.path.isfile(vocab) else None
-        _check_sequence_length(config, bert_config)
+        check_sequence_length(config.max_seq_length, bert_config, "--max_seq_length")
         return ModelSettings(bert_config, None, tokens, bool(info["do_lower_case"]), finished=True)
     if not config.init_checkpoint and task.needs_init_checkpoint:
         raise ValueError("--init_checkpoint is required (a Hugging Face or Google BERT directory, or a model_dir)")
@@ -84,13 +85,5 @@ def resolve_checkpoint_settings(config, task):
     else:
         lower = resolve_casing(lower, source, " (pass --do_lower_case=false for a cased model)")
         check_vocab_size(tokens, bert_config.vocab_size, source)
-    _check_sequence_length(config, bert_config)
+    check_sequence_length(config.max_seq_length, bert_config, "--max_seq_length")
     return ModelSettings(bert_config, init, tokens, bool(lower), finished=False)
-
-
-def _check_sequence_length(config, bert_config):
-    if not 3 <= config.max_seq_length <= bert_config.max_sequence_length:
-        raise ValueError(f"--max_seq_length={config.max_seq_length} must be between 3 and the model's "
-                         f"max_position_embeddings={bert_config.max_position_embeddings}"
-                         + (f" less RoBERTa's {bert_config.pad_token_id + 1} padding positions"
-                            if bert_config.is_roberta else ""))

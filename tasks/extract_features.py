@@ -109,6 +109,7 @@ class NpzWriter:
 def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.data.text_lines import read_text_lines
+    from official_bert.families import check_sequence_length
     from official_bert.output_files import prepare_output_file, writing
     from official_bert.pipelines.feature_extractor import FeatureExtractor, resolve_layers
     from official_bert.pipelines.loading import load_encoder_and_tokenizer
@@ -123,9 +124,7 @@ def main(argv):
         resolve_layers(layers, encoder.config.num_hidden_layers)
     except ValueError as error:
         raise ValueError(f"--layers={FLAGS.layers}: {error}") from None
-    if not 3 <= FLAGS.max_seq_length <= encoder.config.max_position_embeddings:
-        raise ValueError(f"--max_seq_length={FLAGS.max_seq_length} must be in [3, "
-                         f"{encoder.config.max_position_embeddings}] (the model's max_position_embeddings)")
+    check_sequence_length(FLAGS.max_seq_length, encoder.config, "--max_seq_length")
     extractor = FeatureExtractor(encoder, tokenizer, layers, FLAGS.max_seq_length, FLAGS.batch_size, FLAGS.pooling,
                                  FLAGS.combine)
 

@@ -61,7 +61,7 @@ def main(argv):
     loaded = model_dirs.load_model_dir(FLAGS.teacher)
     if not 0.0 <= FLAGS.prune_heads < 1.0:
         raise app.UsageError(f"--prune_heads={FLAGS.prune_heads} must be in [0, 1)")
-    if FLAGS.prune_heads and loaded.config.is_albert:
+    if FLAGS.prune_heads and loaded.config.family.shared_layers:
         raise app.UsageError(f"--teacher={FLAGS.teacher} is an ALBERT model: its layers share their heads, which "
                              "cannot be pruned per layer")
     task = distill.teacher_task(loaded.info)

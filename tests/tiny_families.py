@@ -23,3 +23,25 @@ def padded_inputs(lengths, seq=12, seed=0):
     ids = np.where(mask == 1, rng.integers(3, 100, mask.shape), 1).astype("int32")
     types = ((np.arange(seq)[None, :] >= 3) * mask).astype("int32")
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+# A RoBERTa byte-level BPE vocab (ids 0..31), no merges: enough for lower-case ASCII text.
+BPE_VOCAB = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, **{chr(c): 5 + i for i, c in enumerate(
+    range(ord("a"), ord("z") + 1))}, "Ġ": 31}
+
+
+def roberta_directory(path, max_position_embeddings):
+    """A tiny random `RobertaModel` directory (pad id 1, so `max_position_embeddings - 2` tokens fit) with the
+    `BPE_VOCAB` files; returns `path`."""
+    import json
+
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.checkpoints import save_encoder
+
+    config = BertConfig(model_type="roberta", vocab_size=32, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=16, max_position_embeddings=max_position_embeddings, type_vocab_size=1,
+                        pad_token_id=1, layer_norm_eps=1e-5)
+    save_encoder(BertEncoder(config), path)
+    (path / "vocab.json").write_text(json.dumps(BPE_VOCAB), encoding="utf-8")
+    (path / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
+    return path

@@ -36,10 +36,6 @@ from typing import List
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, hf_only, layer_norm_specs
 from official_bert.task_kinds import kind_of_model, resolve
 
-# Hugging Face names of the masked-LM output bias, by family: transformers saves the first; older exports hold (also,
-# or only) the tied decoder bias.
-HF_MLM_BIAS_NAMES = {"bert": ("cls.predictions.bias", "cls.predictions.decoder.bias"),
-                     "albert": ("predictions.bias", "predictions.decoder.bias")}
 
 
 def head_specs(model) -> List[WeightSpec]:
@@ -101,36 +97,25 @@ def masked_lm_specs(pretrainer, hf_bias_name=None) -> List[WeightSpec]:
 
     Args:
         pretrainer: a `BertPretrainer`.
-        hf_bias_name: the Hugging Face name of a BERT or ALBERT output bias, one of the family's
-            `HF_MLM_BIAS_NAMES` (None: the first); RoBERTa's is `lm_head.bias`, DistilBERT's `vocab_projector.bias`.
+        hf_bias_name: the Hugging Face name of the output bias, one of the family's `hf_masked_lm_bias` (None: the
+            first, which transformers saves; older exports hold (also, or only) the tied decoder bias).
     """
     head = pretrainer.masked_lm
-    config = pretrainer.encoder.config
-    if config.model_type in HF_MLM_BIAS_NAMES:
-        hf_bias_name = hf_bias_name or HF_MLM_BIAS_NAMES[config.model_type][0]
-    if config.is_albert:
-        return [
-            *dense_specs(head.dense, "cls/predictions/transform/dense", "predictions.dense"),
-            *layer_norm_specs(head.layer_norm, "cls/predictions/transform/LayerNorm", "predictions.LayerNorm"),
-            WeightSpec(head.output_bias, "cls/predictions/output_bias", hf_bias_name, (head.vocab_size,)),
-        ]
-    if config.model_type != "bert":
-        names = (("lm_head.dense", "lm_head.layer_norm", "lm_head.bias") if config.is_roberta else
-                 ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias"))
-        return hf_only([*dense_specs(head.dense, None, names[0]), *layer_norm_specs(head.layer_norm, None, names[1]),
-                        WeightSpec(head.output_bias, None, names[2], (head.vocab_size,))])
-    return [
-        *dense_specs(head.dense, "cls/predictions/transform/dense", "cls.predictions.transform.dense"),
-        *layer_norm_specs(head.layer_norm, "cls/predictions/transform/LayerNorm",
-                          "cls.predictions.transform.LayerNorm"),
-        WeightSpec(head.output_bias, "cls/predictions/output_bias", hf_bias_name, (head.vocab_size,)),
+    family = pretrainer.encoder.config.family
+    dense, layer_norm = family.hf_masked_lm
+    specs = [
+        *dense_specs(head.dense, "cls/predictions/transform/dense", dense),
+        *layer_norm_specs(head.layer_norm, "cls/predictions/transform/LayerNorm", layer_norm),
+        WeightSpec(head.output_bias, "cls/predictions/output_bias", hf_bias_name or family.hf_masked_lm_bias[0],
+                   (head.vocab_size,)),
     ]
+    return specs if family.google_names else hf_only(specs)
 
 
 def next_sentence_specs(pretrainer) -> List[WeightSpec]:
     """Weight specs of a `BertPretrainer`'s next-sentence head: Google `cls/seq_relationship/output_weights`
     [2, hidden] / `output_bias`, HF `cls.seq_relationship.weight` / `.bias` (ALBERT's sentence-order head:
     `sop_classifier.classifier.weight` / `.bias`)."""
-    hf_prefix = "sop_classifier.classifier" if pretrainer.encoder.config.is_albert else "cls.seq_relationship"
+    hf_prefix = pretrainer.encoder.config.family.hf_sentence_head
     return dense_specs(pretrainer.next_sentence, "cls/seq_relationship", hf_prefix,
                        google_kernel="output_weights", google_bias="output_bias", google_transposed=True)

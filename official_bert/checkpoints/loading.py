@@ -12,8 +12,9 @@ import shutil
 from typing import Iterable, List
 
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
-from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, WeightSpec, encoder_specs, hf_encoder_roots
+from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
 from official_bert.config import BertConfig
+from official_bert.families import BERT, ModelFamily
 from official_bert.hf_config import read_hf_config
 from official_bert.models.encoder import BertEncoder
 
@@ -26,14 +27,14 @@ _GOOGLE_ENCODER_PREFIXES = ("bert/",)
 _GOOGLE_CONFIGS = "bert_config.json or albert_config.json"
 
 
-def hf_encoder_prefix(reader: CheckpointReader, model_type: str = "bert") -> str:
+def hf_encoder_prefix(reader: CheckpointReader, family: ModelFamily = BERT) -> str:
     """The family's prefix ("bert.", "roberta.", "distilbert.", "albert.") when a Hugging Face checkpoint holds a task
     model (`BertFor...`, `RobertaFor...`, `AlbertFor...`), else ""."""
-    prefix = HF_BASE_PREFIX[model_type]
+    prefix = family.hf_base_prefix
     return prefix if f"{prefix}embeddings.word_embeddings.weight" in reader else ""
 
 
-def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str, roots=hf_encoder_roots("bert")) -> str:
+def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str, roots=BERT.hf_encoder_roots) -> str:
     """The spec's name in the reader's format, with `hf_prefix` on Hugging Face encoder weights (those under
     `roots`)."""
     name = spec.name(reader.format)
@@ -42,7 +43,7 @@ def _encoder_name(spec: WeightSpec, reader: CheckpointReader, hf_prefix: str, ro
     return name
 
 
-def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "", model_type: str = "bert"
+def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = "", family: ModelFamily = BERT
             ) -> List[str]:
     """Assigns every spec's variable from the checkpoint, all or nothing.
 
@@ -50,19 +51,19 @@ def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = 
         specs: the variables to fill (see `weight_map`).
         reader: an open checkpoint.
         hf_prefix: prepended to Hugging Face names of specs whose name is an encoder weight.
-        model_type: the encoder's family, whose weight names take `hf_prefix`.
+        family: the encoder's `ModelFamily`, whose weight names take `hf_prefix`.
     Returns: the checkpoint names that were not used (optimizer slots and buffers excluded).
     Raises:
         ValueError: naming every missing variable, or the first variable whose shape differs (both shapes).
     """
     fmt = reader.format
     values, missing, used = [], [], set()
-    roots = hf_encoder_roots(model_type)
+    roots = family.hf_encoder_roots
     for spec in specs:
         name = _encoder_name(spec, reader, hf_prefix, roots)
         if name is None:
-            raise ValueError(f"{reader.path}: a {model_type} encoder has no Google TF1 checkpoint names; load its "
-                             "Hugging Face directory")
+            raise ValueError(f"{reader.path}: a {family.model_type} encoder has no Google TF1 checkpoint names; load "
+                             "its Hugging Face directory")
         if name not in reader:
             missing.append(f"'{name}' (expected shape {spec.stored_shape(fmt)})")
             continue
@@ -75,8 +76,8 @@ def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = 
     return [n for n in reader.names() if n not in used]
 
 
-def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: str, model_type: str = "bert"):
-    prefixes = tuple(hf_prefix + p for p in hf_encoder_roots(model_type)) if fmt == "hf" else _GOOGLE_ENCODER_PREFIXES
+def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: str, family: ModelFamily = BERT):
+    prefixes = tuple(hf_prefix + p for p in family.hf_encoder_roots) if fmt == "hf" else _GOOGLE_ENCODER_PREFIXES
     unexpected = [n for n in unused if n.startswith(prefixes)]
     if unexpected:
         raise ValueError(
@@ -114,10 +115,10 @@ def load_encoder(path, config: BertConfig = None):
     reader = open_checkpoint(path)
     config = config or load_config(reader)
     encoder = BertEncoder(config)
-    hf_prefix = hf_encoder_prefix(reader, config.model_type) if reader.format == "hf" else ""
-    specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config, config.is_roberta)
-    unused = restore(specs, reader, hf_prefix=hf_prefix, model_type=config.model_type)
-    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.model_type)
+    hf_prefix = hf_encoder_prefix(reader, config.family) if reader.format == "hf" else ""
+    specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config, config.family.pooler_optional)
+    unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
     return encoder, config
 
 
@@ -125,7 +126,7 @@ def _without_missing_pooler(specs, reader, hf_prefix, config, optional_pooler):
     """`specs` less the pooler's two (last) when it is optional and not in the checkpoint (logged)."""
     if not (optional_pooler and config.has_pooler):
         return specs
-    roots = hf_encoder_roots(config.model_type)
+    roots = config.family.hf_encoder_roots
     if any(_encoder_name(spec, reader, hf_prefix, roots) in reader for spec in specs[-2:]):
         return specs
     logger.info("%s: no pooler in the checkpoint; it keeps its initialisation", reader.path)
@@ -150,11 +151,11 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
     """
     reader = open_checkpoint(path)
     config = encoder.config
-    hf_prefix = hf_encoder_prefix(reader, config.model_type) if reader.format == "hf" else ""
+    hf_prefix = hf_encoder_prefix(reader, config.family) if reader.format == "hf" else ""
     specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config,
-                                    optional_pooler or config.is_roberta)
-    unused = restore(specs, reader, hf_prefix=hf_prefix, model_type=config.model_type)
-    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.model_type)
+                                    optional_pooler or config.family.pooler_optional)
+    unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
+    _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
     if head_specs and all(spec.name(reader.format) in reader for spec in head_specs):
         restore(head_specs, reader)
         return True

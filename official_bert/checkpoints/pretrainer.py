@@ -3,19 +3,12 @@ writes Hugging Face `BertForPreTraining` directories."""
 
 import logging
 
-from official_bert.checkpoints.heads import HF_MLM_BIAS_NAMES, head_specs, masked_lm_specs, next_sentence_specs
+from official_bert.checkpoints.heads import head_specs, masked_lm_specs, next_sentence_specs
 from official_bert.checkpoints.loading import load_task_weights, restore, write_hf_directory
 from official_bert.checkpoints.readers import open_checkpoint
-from official_bert.checkpoints.weight_map import HF_BASE_PREFIX, encoder_specs
+from official_bert.checkpoints.weight_map import encoder_specs
 
 logger = logging.getLogger(__name__)
-
-# The transformers class `save_pretrainer` writes, by family: BERT's with both heads, or a masked LM (every family
-# but BERT, and BERT pre-trained with the "mlm" objective, which has no NSP head).
-_HF_PRETRAINER_CLASSES = {"bert": "BertForPreTraining", "roberta": "RobertaForMaskedLM",
-                          "xlm-roberta": "XLMRobertaForMaskedLM", "distilbert": "DistilBertForMaskedLM",
-                          "albert": "AlbertForPreTraining"}
-_HF_MASKED_LM_CLASSES = {**_HF_PRETRAINER_CLASSES, "bert": "BertForMaskedLM", "albert": "AlbertForMaskedLM"}
 
 
 def load_pretrainer_weights(pretrainer, path):
@@ -33,7 +26,7 @@ def load_pretrainer_weights(pretrainer, path):
     Returns: dict `{"masked_lm": loaded?, "next_sentence": loaded?}`.
     """
     reader = open_checkpoint(path)
-    bias_names = HF_MLM_BIAS_NAMES.get(pretrainer.encoder.config.model_type, (None,))
+    bias_names = pretrainer.encoder.config.family.hf_masked_lm_bias
     bias_name = bias_names[0]
     if reader.format == "hf":
         bias_name = next((name for name in bias_names if name in reader), bias_name)
@@ -64,10 +57,12 @@ def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
         vocab_file: copied in as `vocab.txt` when given.
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     """
-    model_type = pretrainer.encoder.config.model_type
-    prefix = HF_BASE_PREFIX[model_type]
-    tensors = {f"{prefix}{spec.hf_name}": spec.to_stored_value("hf") for spec in encoder_specs(pretrainer.encoder)}
+    family = pretrainer.encoder.config.family
+    tensors = {f"{family.hf_base_prefix}{spec.hf_name}": spec.to_stored_value("hf")
+               for spec in encoder_specs(pretrainer.encoder)}
     tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(pretrainer)})
-    classes = _HF_PRETRAINER_CLASSES if pretrainer.next_sentence is not None else _HF_MASKED_LM_CLASSES
-    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [classes[model_type]]}
+    # BERT's and ALBERT's with both heads; a masked LM for the families without a sentence head, and for the
+    # "mlm" objective
+    head = "ForPreTraining" if pretrainer.next_sentence is not None else "ForMaskedLM"
+    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [family.hf_architecture(head)]}
     return write_hf_directory(path, tensors, config, vocab_file, overwrite)

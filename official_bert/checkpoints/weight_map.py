@@ -97,18 +97,6 @@ def layer_norm_specs(layer, google_prefix, hf_prefix) -> List[WeightSpec]:
     ]
 
 
-# Where a task model holds its encoder in a Hugging Face checkpoint (`BertForSequenceClassification.bert`, ...),
-# and the first names of the encoder's own weights, by family (`BertConfig.model_type`).
-HF_BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "xlm-roberta": "roberta.", "distilbert": "distilbert.",
-                  "albert": "albert."}
-HF_ENCODER_ROOTS = {"bert": ("embeddings.", "encoder.", "pooler."), "distilbert": ("embeddings.", "transformer.")}
-
-
-def hf_encoder_roots(model_type: str) -> tuple:
-    """The first names of a family's encoder weights in a Hugging Face checkpoint (RoBERTa's are BERT's)."""
-    return HF_ENCODER_ROOTS.get(model_type, HF_ENCODER_ROOTS["bert"])
-
-
 def _distilbert_specs(encoder) -> List[WeightSpec]:
     """Hugging Face `DistilBertModel` names (`transformer.layer.0.attention.q_lin.weight`, ...); no Google names."""
     emb = encoder.embeddings
@@ -176,13 +164,15 @@ def hf_only(specs: List[WeightSpec]) -> List[WeightSpec]:
 
 
 def encoder_specs(encoder) -> List[WeightSpec]:
-    """Specs of every variable of a `BertEncoder`, in Google's and Hugging Face `BertModel` naming (RoBERTa's
-    encoder has BERT's Hugging Face names; DistilBERT's and ALBERT's their own, see `_distilbert_specs` and
-    `_albert_specs`). The pooler's two specs, when the encoder has one, come last."""
-    if encoder.config.model_type == "distilbert":
-        return _distilbert_specs(encoder)
-    if encoder.config.is_albert:
-        return _albert_specs(encoder)
+    """Specs of every variable of a `BertEncoder`, in its family's naming (`ModelFamily.encoder_weight_names`):
+    Google's and Hugging Face `BertModel` names (RoBERTa's encoder has BERT's Hugging Face names); DistilBERT's and
+    ALBERT's their own, see `_distilbert_specs` and `_albert_specs`. The pooler's two specs, when the encoder has
+    one, come last."""
+    return _ENCODER_NAMINGS[encoder.config.family.encoder_weight_names](encoder)
+
+
+def _bert_specs(encoder) -> List[WeightSpec]:
+    """BERT's names (Google's `bert/encoder/layer_N/...`, Hugging Face's `encoder.layer.N...`)."""
     specs = _embedding_specs(encoder.embeddings)
     for i, block in enumerate(encoder.transformer_layers):
         google = f"bert/encoder/layer_{i}"
@@ -199,3 +189,7 @@ def encoder_specs(encoder) -> List[WeightSpec]:
         specs += layer_norm_specs(block.output_layer_norm, f"{google}/output/LayerNorm", f"{hf}.output.LayerNorm")
     specs += dense_specs(encoder.pooler, "bert/pooler/dense", "pooler.dense")
     return specs
+
+
+# `ModelFamily.encoder_weight_names` -> the specs of an encoder in that naming.
+_ENCODER_NAMINGS = {"bert": _bert_specs, "distilbert": _distilbert_specs, "albert": _albert_specs}

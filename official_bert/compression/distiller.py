@@ -25,8 +25,7 @@ def _attention_of_layer(encoder, layer):
     if config.inner_group_num != 1:
         raise ValueError("the attention loss needs one block per layer; this ALBERT runs "
                          f"inner_group_num={config.inner_group_num}")
-    block = config.layer_group(layer) if config.is_albert else layer
-    return encoder.transformer_layers[block].attention
+    return encoder.transformer_layers[config.layer_group(layer)].attention
 
 
 def check_settings(alpha, temperature, hidden_weight, attention_weight=0.0):

@@ -68,7 +68,7 @@ def head_importance(model, batches):
     import tensorflow as tf
 
     config = model.encoder.config
-    if config.is_albert:
+    if config.family.shared_layers:
         raise ValueError("head importance is per layer; an albert encoder's layers share their heads")
     loss, weights = model.default_loss(), model.default_loss_weights()
     kernels = [block.attention.output_dense.kernel for block in model.encoder.transformer_layers]

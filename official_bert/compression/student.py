@@ -37,7 +37,7 @@ def student_config(teacher_config, layers):
     Raises:
         ValueError: an ALBERT teacher whose `num_hidden_groups` does not divide `len(layers)`.
     """
-    if teacher_config.is_albert and len(layers) % teacher_config.num_hidden_groups:
+    if teacher_config.family.shared_layers and len(layers) % teacher_config.num_hidden_groups:
         raise ValueError(f"--student_layers names {len(layers)} layers; the ALBERT teacher's layers share "
                          f"{teacher_config.num_hidden_groups} weight groups, which must divide the student's depth")
     pruned_heads = {i: list(teacher_config.pruned_heads[j]) for i, j in enumerate(layers)
@@ -75,7 +75,7 @@ def copy_teacher_weights(student, teacher, layers):
         raise ValueError(f"the student has {s_enc.config.num_hidden_layers} layers, but {len(layers)} teacher layers "
                          f"are named ({layers})")
     pairs = [(s_enc.embeddings, t_enc.embeddings)]
-    if t_enc.config.is_albert:  # shared blocks, group by group
+    if t_enc.config.family.shared_layers:  # ALBERT's shared blocks, group by group
         pairs += [(s_enc.embedding_projection, t_enc.embedding_projection)]
         pairs += list(zip(s_enc.transformer_layers, t_enc.transformer_layers))
     else:

@@ -47,13 +47,9 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(num_classes, kernel_initializer=init(), dtype="float32",
                                   name="classifier")  # float32 logits for a stable loss under mixed precision
-        pre_head = None
-        if config.is_roberta:
-            pre_head = keras.layers.Dense(config.hidden_size, activation="tanh", kernel_initializer=init(),
-                                          name="classifier_dense")
-        elif config.model_type == "distilbert":
-            pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
-                                          name="pre_classifier")
+        spec = config.family.classifier_pre_head  # RoBERTa's dense + tanh, DistilBERT's dense + relu, or None
+        pre_head = None if spec is None else keras.layers.Dense(
+            config.hidden_size, activation=spec.activation, kernel_initializer=init(), name=spec.layer_name)
         logits = _head_logits(config, outputs["sequence_output"][:, 0, :], outputs["pooled_output"], dropout,
                               pre_head, head)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
@@ -63,7 +59,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         self.classifier_dropout = dropout
         self.pre_head = pre_head
         self.head = head
-        self.reads_pooler = not config.is_roberta  # RoBERTa's head reads the first token: its pooler is not trained
+        self.reads_pooler = not (spec and spec.from_first_token)  # RoBERTa's reads the first token: no pooler
 
     def real_token_outputs(self, inputs, rows, layout, training):
         """The head on the encoder's packed rows (`RealTokenTraining.call` with `real_tokens`).
@@ -108,9 +104,10 @@ def _head_logits(config, first_token, pooled_output, dropout, pre_head, head, tr
     def drop(x):
         return dropout(x, training=training)
 
-    if config.is_roberta:
+    spec = config.family.classifier_pre_head
+    if spec is not None and spec.from_first_token:
         features = drop(pre_head(drop(first_token)))
-    elif config.model_type == "distilbert":  # the first token: DistilBERT has no pooler
+    elif spec is not None:  # DistilBERT's: its pooled_output is the first token
         features = drop(pre_head(pooled_output))
     else:
         features = drop(pooled_output)  # (batch, hidden)

@@ -53,7 +53,7 @@ class BertEncoder(keras.Model):
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
             layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
             initializer_range=config.initializer_range, padding_id=config.pad_token_id,
-            positions_after_padding=config.is_roberta, fused_training_kernels=fused_training_kernels,
+            positions_after_padding=config.family.positions_after_padding, fused_training_kernels=fused_training_kernels,
             name="embeddings")
         blocks = [
             TransformerBlock(
@@ -67,7 +67,7 @@ class BertEncoder(keras.Model):
             for i in range(_num_blocks(config))
         ]
         projection = None
-        if config.is_albert:
+        if config.family.shared_layers:  # ALBERT's factorised embeddings
             projection = keras.layers.Dense(
                 config.hidden_size, kernel_initializer=keras.initializers.TruncatedNormal(
                     stddev=config.initializer_range), name="embedding_projection")
@@ -155,7 +155,9 @@ class BertEncoder(keras.Model):
 
 def _num_blocks(config) -> int:
     """Distinct transformer blocks: one per layer, or ALBERT's `num_hidden_groups * inner_group_num` shared ones."""
-    return config.num_hidden_groups * config.inner_group_num if config.is_albert else config.num_hidden_layers
+    if config.family.shared_layers:
+        return config.num_hidden_groups * config.inner_group_num
+    return config.num_hidden_layers
 
 
 def _blocks_by_layer(config, blocks):
@@ -167,7 +169,7 @@ def _blocks_by_layer(config, blocks):
 
 
 def _block_name(config, index) -> str:
-    if config.is_albert:
+    if config.family.shared_layers:
         group, inner = divmod(index, config.inner_group_num)
         return f"transformer_group_{group}_inner_{inner}"
     return f"transformer_layer_{index}"

@@ -78,7 +78,7 @@ class BertPretrainer(keras.Model):
                 2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
                 dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
             pooled = outputs["pooled_output"]  # (batch, hidden)
-            if config.is_albert:  # transformers' AlbertSOPHead: dropout, then the classifier
+            if config.family.sentence_head_dropout:  # transformers' AlbertSOPHead: dropout, then the classifier
                 pooled = keras.layers.Dropout(config.head_dropout_prob, name="sentence_order_dropout")(pooled)
             model_outputs["nsp_logits"] = next_sentence(pooled)  # (batch, 2)
         super().__init__(inputs=inputs, outputs=model_outputs, **kwargs)

@@ -21,6 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from official_bert.families import check_sequence_length
 from official_bert.text import BertPackInputs
 
 DEFAULT_SEQ_LENGTH = 128
@@ -56,9 +57,7 @@ class Embedder:
 
     def __init__(self, encoder, tokenizer, seq_length: int = DEFAULT_SEQ_LENGTH, batch_size: int = 32,
                  normalize: bool = True):
-        if seq_length > encoder.config.max_position_embeddings:
-            raise ValueError(f"seq_length={seq_length} exceeds the model's max_position_embeddings="
-                             f"{encoder.config.max_position_embeddings}")
+        check_sequence_length(seq_length, encoder.config, "seq_length")
         self.encoder = encoder
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
@@ -74,7 +73,7 @@ class Embedder:
         """Loads a Hugging Face / Google BERT directory or a model_dir of ours.
 
         `seq_length` defaults to the directory's `sentence_bert_config.json` `max_seq_length` (256 for
-        all-MiniLM-L6-v2), else 128 (at most `max_position_embeddings`).
+        all-MiniLM-L6-v2), else 128 (at most the model's `max_sequence_length`).
         """
         from official_bert.pipelines.loading import load_encoder_and_tokenizer
 
@@ -83,7 +82,7 @@ class Embedder:
         if seq_length is None and os.path.isfile(sentence_config):
             with open(sentence_config, encoding="utf-8") as f:
                 seq_length = json.load(f).get("max_seq_length")
-        seq_length = seq_length or min(DEFAULT_SEQ_LENGTH, encoder.config.max_position_embeddings)
+        seq_length = seq_length or min(DEFAULT_SEQ_LENGTH, encoder.config.max_sequence_length)
         return cls(encoder, tokenizer, seq_length, batch_size, normalize)
 
     def _embed_tokens(self, inputs):

@@ -21,9 +21,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from official_bert.families import check_sequence_length
 from official_bert.pipelines.embedder import pack_texts
 from official_bert.text import BertPackInputs
 from official_bert.text.vocab import is_suffix_piece
+from official_bert.tokenizer_kinds import DESCRIPTIONS, WORDPIECE
 
 logger = logging.getLogger(__name__)
 
@@ -127,9 +129,7 @@ class FeatureExtractor:
         if combine not in COMBINES:
             raise ValueError(f"combine must be one of {', '.join(COMBINES)}, got {combine!r}")
         config = encoder.config
-        if not 3 <= seq_length <= config.max_position_embeddings:
-            raise ValueError(f"seq_length={seq_length} must be in [3, max_position_embeddings="
-                             f"{config.max_position_embeddings}]")
+        check_sequence_length(seq_length, config, "seq_length")
         self.layers = [int(i) for i in layers]
         self.positions = resolve_layers(self.layers, config.num_hidden_layers)
         self.encoder = encoder
@@ -139,10 +139,9 @@ class FeatureExtractor:
         self.pooling = pooling
         self.combine = combine
         layout = config.packing_layout
-        if pooling == "first_subtoken" and (config.is_roberta or config.is_albert):
-            tokenizer = "byte-level BPE" if config.is_roberta else "SentencePiece model"
+        if pooling == "first_subtoken" and config.tokenizer_kind != WORDPIECE:
             raise ValueError(f"pooling='first_subtoken' needs WordPiece's '##' pieces; a {config.model_type} "
-                             f"{tokenizer} does not mark word continuations that way: use none, cls or mean")
+                             f"{DESCRIPTIONS[config.tokenizer_kind]} does not mark word continuations that way: use none, cls or mean")
         self._tokens = tokenizer.get_vocab()
         self._is_suffix = is_suffix_piece([t or "" for t in self._tokens])
         self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(), layout=layout)

@@ -3,6 +3,7 @@
 from official_bert.checkpoints import load_encoder
 from official_bert.model_dir import resolve_init_checkpoint
 from official_bert.text.preprocessing import find_family_vocab, resolve_casing, tokenizer_of
+from official_bert.tokenizer_kinds import BPE
 
 
 def load_encoder_and_tokenizer(path, lower_case=None):
@@ -20,7 +21,7 @@ def load_encoder_and_tokenizer(path, lower_case=None):
     """
     path = resolve_init_checkpoint(str(path))
     encoder, config = load_encoder(path)
-    if config.is_roberta and lower_case is not None:
+    if config.tokenizer_kind == BPE and lower_case is not None:
         raise ValueError(f"{path}: a {config.model_type} checkpoint, whose byte-level BPE keeps case; leave "
                          "do_lower_case / lower_case unset")
     vocab, found_lower, source = find_family_vocab(path, config.model_type, config.vocab_size)

@@ -6,7 +6,7 @@ import os
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
-from official_bert.tasks.base import TOKENIZER_KINDS, Task
+from official_bert.tasks.base import BPE, TOKENIZER_KINDS, Task
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class PretrainingTask(Task):
         return bool(self.text_files)
 
     def read_data(self, config):
-        if self.text_files and self.do_whole_word_mask and self.bert_config.is_roberta:
+        if self.text_files and self.do_whole_word_mask and self.bert_config.tokenizer_kind == BPE:
             raise ValueError("--do_whole_word_mask: RoBERTa's byte-level BPE marks no word continuations (RoBERTa "
                              "masks single pieces); leave it false")
         flag = "text_files" if self.text_files else "input_files"

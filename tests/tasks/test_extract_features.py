@@ -172,3 +172,22 @@ def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith("error: " + message.format(tmp=tmp_path))
     assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_roberta_checkpoint_takes_its_positions_less_the_skipped_ones(tmp_path):
+    """514 positions, pad id 1 (as roberta-base): --max_seq_length=512 runs, 513 and 514 are one clear line."""
+    from tests.tiny_families import roberta_directory
+
+    checkpoint = roberta_directory(tmp_path / "roberta", 514)
+    source = tmp_path / "input.txt"
+    source.write_text("abc def\n", encoding="utf-8")
+    result = _run(f"--input_file={source}", f"--output_file={tmp_path / 'out.jsonl'}",
+                  f"--init_checkpoint={checkpoint}", "--layers=-1", "--max_seq_length=512")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8"))["linex_index"] == 0
+    for seq_length in (513, 514):
+        result = _run(f"--input_file={source}", f"--output_file={tmp_path / f'{seq_length}.jsonl'}",
+                      f"--init_checkpoint={checkpoint}", "--layers=-1", f"--max_seq_length={seq_length}")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+        assert (f"--max_seq_length={seq_length} must be between 3 and the model's max_position_embeddings=514 less "
+                "RoBERTa's 2 padding positions") in result.stderr.strip().splitlines()[-1]
