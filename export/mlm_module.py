@@ -26,6 +26,7 @@ from official_bert.data.padding import trim_inputs
 from official_bert.text import TextPreprocessor
 from official_bert.text.preprocessing import Preprocessor
 from official_bert.text.ragged_ops import row_ids
+from official_bert.tokenizer_kinds import WORDPIECE
 
 MASK_MARKER = "[MASK]"  # BERT's and ALBERT's
 BPE_MASK_MARKER = "<mask>"  # RoBERTa's
@@ -172,8 +173,8 @@ class MaskedLMModule(ServingModule):
         added tokens of their tokenizers (`MaskedPartsPreprocessor`), BERT's `[MASK]` is found in the pieces."""
         from official_bert.text.preprocessing import tokenizer_from_files
 
-        if loaded.config.is_roberta or loaded.config.is_albert:  # <mask> / [MASK]: an added token of the tokenizer
-            marker = BPE_MASK_MARKER if loaded.config.is_roberta else MASK_MARKER
+        if loaded.config.tokenizer_kind != WORDPIECE:  # <mask> / [MASK]: an added token of the tokenizer
+            marker = loaded.config.family.special_tokens["mask"]
             return MaskedPartsPreprocessor(tokenizer_from_files(loaded.vocab_file, loaded.lower_case), seq_length,
                                            marker, loaded.config.packing_layout, source=loaded.vocab_file)
         return MaskedTextPreprocessor(loaded.vocab_file, loaded.lower_case, seq_length)

@@ -15,7 +15,8 @@ from typing import Mapping, Optional, Tuple
 from official_bert.tokenizer_kinds import (BPE, BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE,
                                            SENTENCEPIECE_FILE, WORDPIECE, WORDPIECE_FILE, XLM_ROBERTA_FILE)
 
-BERT_LAYOUT, ROBERTA_LAYOUT = "bert", "roberta"  # `BertPackInputs` layouts: [CLS] A [SEP] B [SEP], <s> A </s></s> B </s>
+# `BertPackInputs` layouts: `[CLS] A [SEP] B [SEP]` (type ids 0 then 1), `<s> A </s></s> B </s>` (type ids 0).
+BERT_LAYOUT, ROBERTA_LAYOUT = "bert", "roberta"
 
 
 def _frozen(values=None):
@@ -75,7 +76,9 @@ class ModelFamily:
         google_names: Google's TF1 names for its heads (its encoder's come from `encoder_weight_names`).
         hf_masked_lm: Hugging Face names of the masked-LM transform's dense and LayerNorm.
         hf_masked_lm_bias: of its output bias, transformers' first (older exports hold the others).
-        hf_sentence_head: of the next-sentence (ALBERT: sentence-order) head; None: the family has none.
+        hf_sentence_head: of the next-sentence (ALBERT: sentence-order) head.
+        hf_has_sentence_head: transformers' pre-training model has that head (RoBERTa's and DistilBERT's are masked
+            LMs: a sentence head trained here is not written to their Hugging Face directories).
         sentence_head_dropout: dropout before the sentence head (transformers' `AlbertSOPHead`).
         classifier_pre_head: the dense layer before a sequence classifier's head (None: the head reads
             `pooled_output`).
@@ -109,7 +112,8 @@ class ModelFamily:
     google_names: bool = True
     hf_masked_lm: Tuple[str, str] = ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm")
     hf_masked_lm_bias: Tuple[str, ...] = ("cls.predictions.bias", "cls.predictions.decoder.bias")
-    hf_sentence_head: Optional[str] = "cls.seq_relationship"
+    hf_sentence_head: str = "cls.seq_relationship"
+    hf_has_sentence_head: bool = True
     sentence_head_dropout: bool = False
     classifier_pre_head: Optional[PreHead] = None
     choice_pre_head: Optional[PreHead] = None
@@ -121,7 +125,7 @@ class ModelFamily:
     def hf_architecture(self, head: str = "Model") -> str:
         """transformers' class name: "Model", "ForMaskedLM", "ForPreTraining" (a masked LM where the family has
         no sentence head), ..."""
-        if head == "ForPreTraining" and self.hf_sentence_head is None:
+        if head == "ForPreTraining" and not self.hf_has_sentence_head:
             head = "ForMaskedLM"
         return self.hf_class_prefix + head
 
@@ -134,9 +138,10 @@ ROBERTA = dataclasses.replace(
     BERT, model_type="roberta", display_name="RoBERTa", tokenizer_kind=BPE, tokenizer_files=(BPE_FILES,),
     packing_layout=ROBERTA_LAYOUT, positions_after_padding=True, pooler_optional=True,
     special_tokens=_frozen({"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>", "unk": "<unk>"}),
-    hf_config_extras=_frozen({"bos_token_id": 0, "eos_token_id": 2, "position_embedding_type": "absolute"}), hf_class_prefix="Roberta",
+    hf_config_extras=_frozen({"bos_token_id": 0, "eos_token_id": 2, "position_embedding_type": "absolute"}),
+    hf_class_prefix="Roberta",
     hf_base_prefix="roberta.", google_names=False, hf_masked_lm=("lm_head.dense", "lm_head.layer_norm"),
-    hf_masked_lm_bias=("lm_head.bias",), hf_sentence_head=None, classifier_pre_head=_ROBERTA_PRE_HEAD)
+    hf_masked_lm_bias=("lm_head.bias",), hf_has_sentence_head=False, classifier_pre_head=_ROBERTA_PRE_HEAD)
 
 XLM_ROBERTA = dataclasses.replace(
     ROBERTA, model_type="xlm-roberta", display_name="XLM-RoBERTa", tokenizer_files=((XLM_ROBERTA_FILE,),),
@@ -155,7 +160,7 @@ DISTILBERT = dataclasses.replace(
     hf_config_extras=_frozen({"sinusoidal_pos_embds": False, "tie_word_embeddings": True}),
     hf_class_prefix="DistilBert", hf_base_prefix="distilbert.", hf_encoder_roots=("embeddings.", "transformer."),
     encoder_weight_names="distilbert", google_names=False, hf_masked_lm=("vocab_transform", "vocab_layer_norm"),
-    hf_masked_lm_bias=("vocab_projector.bias",), hf_sentence_head=None, classifier_pre_head=_DISTILBERT_PRE_HEAD,
+    hf_masked_lm_bias=("vocab_projector.bias",), hf_has_sentence_head=False, classifier_pre_head=_DISTILBERT_PRE_HEAD,
     choice_pre_head=_DISTILBERT_PRE_HEAD)
 
 ALBERT = dataclasses.replace(

@@ -81,7 +81,8 @@ def infer_model_type(values, directory, source="config.json"):
         (family, files), = found.items()
         return family, f"the {' + '.join(files)} beside it"
     names = [name for files in found.values() for name in files]
-    known = [name for family in _by_tokenizer_files() for files in family.tokenizer_files for name in files] + [TOKENIZER_JSON]
+    known = [name for family in _by_tokenizer_files() for files in family.tokenizer_files for name in files]
+    known.append(TOKENIZER_JSON)
     why = (f"its tokenizer files belong to different families ({', '.join(names)})" if names else
            f"no tokenizer file beside it tells the family ({', '.join(known)})")
     raise ValueError(f"{source}: field 'model_type' is missing and {why}; add \"model_type\" to it (one of "

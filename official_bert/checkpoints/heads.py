@@ -55,21 +55,25 @@ def head_specs(model) -> List[WeightSpec]:
 
 
 def sequence_classifier_specs(model) -> List[WeightSpec]:
-    """A `BertClassifier`'s head: RoBERTa's `classifier.dense` + `classifier.out_proj`, else as a multiple-choice
-    head."""
-    if model.encoder.config.is_roberta:
-        return hf_only(dense_specs(model.pre_head, None, "classifier.dense")
-                       + dense_specs(model.head, None, "classifier.out_proj"))
-    return multiple_choice_specs(model)
+    """A `BertClassifier`'s head: the family's `classifier_pre_head` and the classifier after it (RoBERTa's
+    `classifier.dense` + `classifier.out_proj`, DistilBERT's `pre_classifier` + `classifier`), else as a token
+    classifier's."""
+    return _pre_head_specs(model, model.encoder.config.family.classifier_pre_head)
 
 
 def multiple_choice_specs(model) -> List[WeightSpec]:
-    """A `BertMultipleChoice`'s (or classifier's) head: DistilBERT's `pre_classifier` + `classifier`, else as a
-    token classifier's."""
-    if model.encoder.config.model_type == "distilbert":
-        return hf_only(dense_specs(model.pre_head, None, "pre_classifier")
-                       + dense_specs(model.head, None, "classifier"))
-    return token_classifier_specs(model)
+    """A `BertMultipleChoice`'s head: the family's `choice_pre_head` and the classifier after it (DistilBERT's
+    `pre_classifier` + `classifier`), else as a token classifier's."""
+    return _pre_head_specs(model, model.encoder.config.family.choice_pre_head)
+
+
+def _pre_head_specs(model, pre_head) -> List[WeightSpec]:
+    """A classification head with the family's `PreHead` before it (Hugging Face names only); without one (None),
+    a token classifier's."""
+    if pre_head is None:
+        return token_classifier_specs(model)
+    return hf_only(dense_specs(model.pre_head, None, pre_head.hf_name)
+                   + dense_specs(model.head, None, pre_head.head_hf_name))
 
 
 def token_classifier_specs(model) -> List[WeightSpec]:
@@ -87,7 +91,7 @@ def span_labeler_specs(model) -> List[WeightSpec]:
 
 def pretrainer_specs(model) -> List[WeightSpec]:
     """A `BertPretrainer`'s heads: the masked LM, and the next-sentence (or sentence-order) head when it has one."""
-    if model.encoder.config.model_type not in ("bert", "albert") or model.next_sentence is None:  # objective "mlm"
+    if not model.encoder.config.family.hf_has_sentence_head or model.next_sentence is None:  # objective "mlm"
         return masked_lm_specs(model)
     return masked_lm_specs(model) + next_sentence_specs(model)
 

@@ -78,9 +78,10 @@ class BertMultipleChoice(TaskModel):
             return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
         pre_head = None
-        if config.model_type == "distilbert":  # no pooler: pooled_output is the first token
-            pre_head = keras.layers.Dense(config.hidden_size, activation="relu", kernel_initializer=init(),
-                                          name="pre_classifier")
+        spec = config.family.choice_pre_head  # DistilBERT's (no pooler: pooled_output is the first token)
+        if spec is not None:
+            pre_head = keras.layers.Dense(config.hidden_size, activation=spec.activation, kernel_initializer=init(),
+                                          name=spec.layer_name)
             pooled = pre_head(pooled)  # (batch * choices, hidden)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(1, kernel_initializer=init(), dtype="float32",
