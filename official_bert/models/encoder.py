@@ -53,7 +53,8 @@ class BertEncoder(keras.Model):
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
             layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
             initializer_range=config.initializer_range, padding_id=config.pad_token_id,
-            positions_after_padding=config.family.positions_after_padding, fused_training_kernels=fused_training_kernels,
+            positions_after_padding=config.family.positions_after_padding,
+            fused_training_kernels=fused_training_kernels,
             name="embeddings")
         blocks = [
             TransformerBlock(
