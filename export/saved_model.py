@@ -15,7 +15,6 @@ the README.
 """
 
 import errno
-import json
 import os
 import secrets
 import shutil
@@ -28,6 +27,7 @@ from absl import app, flags
 from export.ops import serving_save_options
 from official_bert import owned_files
 from official_bert.families import check_sequence_length
+from official_bert.model_dir import read_json
 from official_bert.tokenizer_kinds import BPE, BPE_FILES, VOCAB_FILES, tokenizer_kind
 
 FLAGS = flags.FLAGS
@@ -35,11 +35,6 @@ FLAGS = flags.FLAGS
 DEFAULT_ENCODER_SEQ_LENGTH = 128
 # What `python -m export.saved_model` with no flags exports: the model_dir of the README's first command (the demo).
 DEMO_MODEL_DIR = os.path.join("out", "demo")
-
-
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
 
 
 def _tokenizer_assets(vocab_file, config):
@@ -84,7 +79,7 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, 
     seq_length = max_seq_length
     sentence_config = os.path.join(checkpoint_dir, "sentence_bert_config.json")
     if seq_length is None and os.path.isfile(sentence_config):  # sentence-transformers' own limit
-        seq_length = _read_json(sentence_config).get("max_seq_length")
+        seq_length = read_json(sentence_config).get("max_seq_length")
     seq_length = seq_length or min(DEFAULT_ENCODER_SEQ_LENGTH, config.max_sequence_length)
     check_sequence_length(seq_length, config, "max_seq_length", source=checkpoint_dir)
     vocab_file = write_tokenizer_files(vocab, staging_dir)

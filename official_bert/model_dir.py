@@ -34,7 +34,8 @@ PRETRAINER_DIR = "pretrainer"
 SCHEMA_VERSION = 2
 
 
-def _read_json(path):
+def read_json(path):
+    """The values of a UTF-8 JSON file."""
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 
@@ -63,7 +64,7 @@ def read_task_info(model_dir):
     path = os.path.join(model_dir, TASK_FILE)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{model_dir}: no {TASK_FILE}; not a model_dir of official-bert's tasks")
-    info = _read_json(path)
+    info = read_json(path)
     version = info.get("schema_version", 1)
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"{path}: field 'schema_version' must be a positive integer, got {version!r}")
