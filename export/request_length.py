@@ -1,7 +1,7 @@
 """A raw-text request's model run at the request's own length, not at the export's `seq_length` pieces.
 
 `RequestLengthModel` cuts a request's packed inputs to its longest text. A request with padding (texts of unequal
-length) then runs on its real tokens only (`BertEncoder.encode_real_tokens` and the models' `real_tokens=True`):
+length) then runs on its real tokens only (the encoder's and the models' `real_tokens=True`):
 on the SST-2 dev sentences in requests of 32, half the positions are padding. A request without padding (one text,
 or texts of one length) runs the plain model, where packing would only add gathers.
 

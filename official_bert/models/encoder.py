@@ -101,21 +101,21 @@ class BertEncoder(keras.Model):
         self.embedding_projection = projection  # ALBERT's E -> H dense layer; None elsewhere
         self.pooler = pooler
 
-    def encode_real_tokens(self, inputs):
-        """`self(inputs, training=False)`'s `sequence_output` and `pooled_output`, with every layer after the
-        embeddings run on the batch's real tokens only (`official_bert.layers.real_tokens`): for batches of unequal
-        lengths, where padding would otherwise take its share of every matmul.
-
-        Args:
+    def call(self, inputs, training=None, mask=None, real_tokens=False):
+        """Args:
             inputs: the encoder's dict of (batch, seq) int32 inputs.
-
-        Returns:
-            dict with `sequence_output` (batch, seq, hidden), equal to `self(inputs)`'s at the real tokens (up to
-            float rounding) and 0 at the padding, and `pooled_output` (batch, hidden).
+            training: whether to apply dropout.
+            mask: unused (Keras' argument).
+            real_tokens: run every layer after the embeddings on the batch's real tokens only (`encode_packed`):
+                for batches of unequal lengths, where padding would otherwise take its share of every matmul. The
+                outputs are then `sequence_output`, equal to the padded call's at the real tokens (up to float
+                rounding) and 0 at the padding, and `pooled_output`.
         """
-        rows, real_tokens = self.encode_packed(inputs)
-        sequence_output = real_tokens.unpack(rows)  # (batch, seq, hidden)
-        return {"sequence_output": sequence_output, "pooled_output": self.pool(real_tokens.first_tokens(rows))}
+        if not real_tokens:
+            return super().call(inputs, training=training, mask=mask)
+        rows, layout = self.encode_packed(inputs, training=bool(training))
+        return {"sequence_output": layout.unpack(rows),  # (batch, seq, hidden)
+                "pooled_output": self.pool(layout.first_tokens(rows))}  # (batch, hidden)
 
     def encode_packed(self, inputs, training=False):
         """The final hidden states of the batch's real tokens, packed in one row, with every layer after the

@@ -37,7 +37,7 @@ def test_encoder_on_real_tokens_equals_the_padded_encoder_there(family):
     encoder = BertEncoder(BertConfig.from_dict(FAMILIES[family]))
     inputs = padded_inputs([12, 5, 1, 9])
     padded = encoder(inputs, training=False)
-    unpadded = encoder.encode_real_tokens(inputs)
+    unpadded = encoder(inputs, training=False, real_tokens=True)
     mask = inputs["input_mask"][..., None].astype(bool)
     sequence = keras.ops.convert_to_numpy(unpadded["sequence_output"])
     np.testing.assert_allclose(sequence * mask, keras.ops.convert_to_numpy(padded["sequence_output"]) * mask,
