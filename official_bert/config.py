@@ -12,7 +12,6 @@ import os
 from typing import Optional
 
 from official_bert.families import families, family_of, model_types
-from official_bert.tokenizer_kinds import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401 (re-exported)
 
 # Activations a BERT config may name, mapped to the form we compute.
 #   "gelu": exact erf GELU (Google BERT, HF "gelu", PyTorch default).
@@ -127,7 +126,7 @@ class BertConfig:
 
     @property
     def tokenizer_kind(self) -> str:
-        """The tokenizer the family reads, of `TOKENIZER_KINDS`."""
+        """The tokenizer the family reads, of `tokenizer_kinds.TOKENIZER_KINDS`."""
         return self.family.tokenizer_kind
 
     @property

@@ -7,7 +7,8 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 """
 
 from official_bert import model_dir
-from official_bert.config import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401 (tasks import them here)
+# (tasks import the tokenizer kinds from here)
+from official_bert.tokenizer_kinds import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401
 
 # A training split where fewer than this share of the examples read can be trained on is an error.
 MIN_USABLE_SHARE = 0.5
@@ -45,9 +46,9 @@ class Task:
         needs_init_checkpoint: False when the model may start from scratch (`model_config()` shapes it).
         needs_vocab: False when the task reads no text (pre-training on TFRecords).
         tokenizer_kinds: the tokenizers the task's data and predictions work with, of
-            `official_bert.config.TOKENIZER_KINDS` ("wordpiece": BERT and DistilBERT, "bpe": RoBERTa's byte-level
-            BPE, "sentencepiece": ALBERT's). A task that uses only `RunContext.text_preprocessor()` takes all three;
-            one that needs WordPiece's `##` pieces or token offsets lists those it handles.
+            `official_bert.tokenizer_kinds.TOKENIZER_KINDS` ("wordpiece": BERT and DistilBERT, "bpe": RoBERTa's
+            byte-level BPE, "sentencepiece": ALBERT's). A task that uses only `RunContext.text_preprocessor()` takes
+            all three; one that needs WordPiece's `##` pieces or token offsets lists those it handles.
         bert_config: the model's `BertConfig`, set by the runner once resolved.
     """
 
