@@ -22,8 +22,9 @@ class RunConfig:
         weight_decay: decoupled weight decay (not on LayerNorm and biases).
         optimizer: "adamw" or "lamb"; adam_epsilon its epsilon.
         jit_compile: XLA; None: on GPU/TPU only.
-        train_on_real_tokens: the task model's `train_on_real_tokens` (classifiers, taggers and span labelers
-            train on each batch's real tokens only, on TensorFlow without XLA; `TaskModel.trains_on_real_tokens`).
+        train_on_real_tokens: the task model's constructor argument `train_on_real_tokens` (classifiers, taggers
+            and span labelers train on each batch's real tokens only, on TensorFlow without XLA;
+            `RealTokenTraining.trains_on_real_tokens`).
         mixed_precision: None, "float16" or "bfloat16".
         distribution_strategy: one_device, mirrored, multi_worker_mirrored or tpu (tpu: the TPU address).
         checkpoint_steps: steps between checkpoints (a restarted run resumes there).
