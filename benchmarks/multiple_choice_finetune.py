@@ -130,12 +130,12 @@ def packed(path, checkpoint, seq_length):
     from official_bert.checkpoints.vocab import find_vocab, write_vocab_file
     from official_bert.data.multiple_choice import read_multiple_choice
     from official_bert.data.multiple_choice_dataset import pack_choices, padded_choices
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     tokens, lower, _ = find_vocab(checkpoint)
     vocab_file = os.path.join(os.path.dirname(path), "vocab.txt")
     write_vocab_file(tokens, vocab_file)
-    preprocessor = TextPreprocessor(vocab_file, True if lower is None else lower, seq_length)
+    preprocessor = text_preprocessor(vocab_file, True if lower is None else lower, seq_length)
     examples = read_multiple_choice(path)
     inputs, _ = pack_choices(preprocessor, tf.constant(examples.contexts),
                              tf.constant(padded_choices(examples.choices)))

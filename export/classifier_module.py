@@ -28,7 +28,7 @@ class ClassifierModule(ServingModule):
 
     Args:
         model: a `BertClassifier` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         label_names: the class names, in class-index order (ignored for regression).
         is_regression: True for a one-output regression model.
         text_features: the raw-text input names: ("text",) or ("text", "text_b") for GLUE's pair tasks, or the

@@ -26,7 +26,7 @@ class EncoderModule(ServingModule):
 
     Args:
         encoder: a `BertEncoder` with its weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         assets: file name -> path of files to ship in `assets/`.
         jit_compile: XLA-compile `embed` for requests without padding.
     """

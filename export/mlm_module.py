@@ -23,8 +23,8 @@ import tensorflow as tf
 
 from export.serving_module import ServingModule
 from official_bert.data.padding import trim_inputs
-from official_bert.text import TextPreprocessor
 from official_bert.text.preprocessing import Preprocessor
+from official_bert.text.tokenizer import BertTokenizer
 from official_bert.text.ragged_ops import row_ids
 from official_bert.tokenizer_kinds import WORDPIECE
 
@@ -33,20 +33,20 @@ BPE_MASK_MARKER = "<mask>"  # RoBERTa's
 DEFAULT_TOP_K = 5
 
 
-class MaskedTextPreprocessor(TextPreprocessor):
-    """A `TextPreprocessor` that turns every `[MASK]` marker of the text into the `[MASK]` id.
+class MaskedTextPreprocessor(Preprocessor):
+    """A WordPiece `Preprocessor` that turns every `[MASK]` marker of the text into the `[MASK]` id.
 
     Args:
         vocab_file: the model's `vocab.txt` (it must hold `[MASK]`).
         lower_case: True for uncased models.
         seq_length: the packed length, [CLS] and [SEP] included.
-        name: module name.
+        name: layer name.
     """
 
     marker = MASK_MARKER
 
     def __init__(self, vocab_file, lower_case, seq_length, name=None):
-        super().__init__(vocab_file, lower_case, seq_length, name=name)
+        super().__init__(BertTokenizer(vocab_file=str(vocab_file), lower_case=bool(lower_case)), seq_length, name=name)
         if "mask_id" not in self.special_tokens:
             raise ValueError(f"{vocab_file} has no {MASK_MARKER} token: it cannot be a masked-LM vocab")
         self.mask_id = int(self.special_tokens["mask_id"])
@@ -56,7 +56,7 @@ class MaskedTextPreprocessor(TextPreprocessor):
                              f"first piece that does not recur in it")
 
     def tokenize(self, text, with_offsets=False):
-        """`TextPreprocessor.tokenize` with each marker's pieces replaced by one `[MASK]` id (offsets: the marker's)."""
+        """`Preprocessor.tokenize` with each marker's pieces replaced by one `[MASK]` id (offsets: the marker's)."""
         ids, starts, ends = super().tokenize(text, with_offsets=True)  # [batch, (pieces)]
         values = ids.values  # (pieces,) int32
         starts_values, ends_values = tf.cast(starts.values, tf.int64), tf.cast(ends.values, tf.int64)

@@ -48,7 +48,7 @@ class MultipleChoiceModule(ServingModule):
 
     Args:
         model: a `BertMultipleChoice` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         assets: file name -> path of files to ship in `assets/`.
     """
 

@@ -1,6 +1,6 @@
 """Serving-only inputs: `tf.Example` parsing for `serve_examples` and the specs of `serve_tokens`.
 
-Raw text -> packed inputs is `official_bert.text.TextPreprocessor`, the same in training and serving.
+Raw text -> packed inputs is `official_bert.text.Preprocessor`, the same in training and serving.
 """
 
 import tensorflow as tf

@@ -31,7 +31,7 @@ class ServingModule(tf.Module):
     """Base class of the exported modules.
 
     Args:
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         text_features: the raw-text input names, in order: ("text",), ("text", "text_b"), or SQuAD's
             ("question", "context"); also the `tf.Example` feature names of `serve_examples`.
         assets: file name -> path of files to ship in the SavedModel's `assets/` (vocab, label names).

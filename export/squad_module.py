@@ -117,7 +117,7 @@ class SquadModule(ServingModule):
 
     Args:
         model: a `BertSpanLabeler` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`, or a `Preprocessor` (its `layout`).
+        preprocessor: an `official_bert.text.Preprocessor`, or a `Preprocessor` (its `layout`).
         max_query_length: question pieces kept.
         max_answer_length: the longest answer, in pieces.
         version_2_with_negative: SQuAD 2.0: some questions have no answer.

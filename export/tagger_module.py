@@ -130,7 +130,7 @@ class TaggerModule(ServingModule):
 
     Args:
         model: a `BertTokenClassifier` with its trained weights.
-        preprocessor: an `official_bert.text.TextPreprocessor`, or a `Preprocessor` (its `layout`).
+        preprocessor: an `official_bert.text.Preprocessor`, or a `Preprocessor` (its `layout`).
         label_names: the tag of each label id (IOB2, as in the model_dir's `task.json`).
         assets: file name -> path of files to ship in `assets/`.
         jit_compile: XLA-compile the model for raw-text requests without padding.

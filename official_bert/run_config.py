@@ -106,7 +106,7 @@ class RunContext:
     strategy: object
 
     def text_preprocessor(self):
-        """A `TextPreprocessor` of the run's vocab, casing and sequence length (raw strings -> encoder inputs)."""
+        """A `Preprocessor` of the run's vocab, casing and sequence length (raw strings -> encoder inputs)."""
         from official_bert.text.preprocessing import text_preprocessor
 
         return text_preprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length)

@@ -124,7 +124,7 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False):
     from official_bert.checkpoints import load_encoder
     from official_bert.checkpoints.vocab import find_vocab
     from official_bert.models import BertClassifier
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     texts = serving_inputs.serving_texts()
     encoder, config = load_encoder(serving_inputs.CHECKPOINT)
@@ -135,7 +135,7 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False):
         vocab_file = os.path.join(work_dir, "vocab.txt")
         with open(vocab_file, "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in tokens))
-        preprocessor = TextPreprocessor(vocab_file, lower_case is not False, serving_inputs.MAX_SEQ_LENGTH)
+        preprocessor = text_preprocessor(vocab_file, lower_case is not False, serving_inputs.MAX_SEQ_LENGTH)
         module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",),
                                   {"vocab.txt": vocab_file}, jit_compile=jit_compile)
         version_dir = save(module, os.path.join(work_dir, "export"))

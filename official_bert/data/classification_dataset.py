@@ -15,7 +15,7 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
         text_a: list of first texts.
         text_b: list of second texts, or None.
         labels: class indices (int) or scores (float), or None for unlabeled prediction data.
-        preprocessor: an `official_bert.text.TextPreprocessor` (tokenizes and packs, in-graph).
+        preprocessor: an `official_bert.text.Preprocessor` (tokenizes and packs, in-graph).
         batch_size: batch size.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
             forever, drop the last partial batch, and cut each batch to its longest pair rounded up to

@@ -16,7 +16,7 @@ def pack_choices(preprocessor, contexts, choices):
     """Packs each (context, choice) pair as `[CLS] context [SEP] choice [SEP]`, truncated longest-first.
 
     Args:
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         contexts: [batch] string Tensor.
         choices: [batch, num_choices] string Tensor; "" marks a missing choice (a question with fewer choices).
 
@@ -61,7 +61,7 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
         contexts: list of first segments, one per question.
         choices: list of choice lists (any lengths; padded with "" to the longest, which the model masks).
         labels: the right choices' indices, or None for unlabeled prediction data.
-        preprocessor: an `official_bert.text.TextPreprocessor`.
+        preprocessor: an `official_bert.text.Preprocessor`.
         batch_size: questions per batch.
         is_training: shuffle with `seed` (a fresh order every epoch, the same orders on every run), repeat
             forever, drop the last partial batch, and cut each batch to its longest pair rounded up to

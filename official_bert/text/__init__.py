@@ -5,10 +5,9 @@
 
 from official_bert.text.bpe_tokenizer import BytePairTokenizer
 from official_bert.text.pack_inputs import BertPackInputs
-from official_bert.text.preprocessing import Preprocessor, load_preprocessor
-from official_bert.text.preprocessor import TextPreprocessor
+from official_bert.text.preprocessing import Preprocessor, load_preprocessor, text_preprocessor
 from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer
 from official_bert.text.tokenizer import BertTokenizer
 
 __all__ = ["BertPackInputs", "BertTokenizer", "BytePairTokenizer", "Preprocessor", "SentencepieceTokenizer",
-           "TextPreprocessor", "load_preprocessor"]
+           "load_preprocessor", "text_preprocessor"]

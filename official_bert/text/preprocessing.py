@@ -19,11 +19,10 @@ from official_bert.families import BERT_LAYOUT, ROBERTA_LAYOUT, family_of
 from official_bert.hf_config import read_hf_config
 from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
 from official_bert.text.pack_inputs import BertPackInputs
-from official_bert.text.preprocessor import TextPreprocessor
 from official_bert.text.tokenizer import BertTokenizer
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
 from official_bert.tokenizer_kinds import (BPE, BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE,
-                                           SENTENCEPIECE_FILE, WORDPIECE, WORDPIECE_FILE, XLM_ROBERTA_FILE,
+                                           SENTENCEPIECE_FILE, WORDPIECE_FILE, XLM_ROBERTA_FILE,
                                            tokenizer_kind)
 
 logger = logging.getLogger(__name__)
@@ -34,8 +33,10 @@ class Preprocessor(keras.layers.Layer):
     """Tokenizes and packs one or two batches of raw strings, in-graph, for one encoder family.
 
     Called as a layer: one [batch] string Tensor, or a list of one or two, in; the encoder's dict of int32
-    [batch, seq_length] Tensors (`input_word_ids`, `input_mask`, `input_type_ids`) out. The methods `tokenize`,
-    `pack_tokens` and `pack` are `TextPreprocessor`'s, for tasks that need the pieces or the truncation flags.
+    [batch, seq_length] Tensors (`input_word_ids`, `input_mask`, `input_type_ids`) out; `tokenize`, `pack_tokens`
+    and `pack` for tasks that need the pieces or the truncation flags. The same graph feeds `tf.data` in training and
+    the exported signatures (no training/serving skew); texts whose pieces do not fit are cut longest-segment-first
+    and flagged in `truncated`: nothing is cut silently.
 
     Args:
         tokenizer: a `BertTokenizer`, `BytePairTokenizer` or `SentencepieceTokenizer` (any layer mapping a [batch]
@@ -183,14 +184,24 @@ def tokenizer_from_files(vocab_file, lower_case):
     return BertTokenizer(vocab_file=vocab_file, lower_case=lower_case)
 
 
-def text_preprocessor(vocab_file, lower_case, seq_length):
-    """The preprocessor of a model's vocab file: `TextPreprocessor` for WordPiece, `Preprocessor` with RoBERTa's
-    packing for byte-level BPE, or with BERT's packing for ALBERT's `spiece.model` (the same `tokenize` /
-    `pack_tokens` / `pack` methods)."""
-    kind = tokenizer_kind(vocab_file)
-    if kind == WORDPIECE:
-        return TextPreprocessor(vocab_file, lower_case, seq_length)
-    layout = ROBERTA_LAYOUT if kind == BPE else BERT_LAYOUT
+def text_preprocessor(vocab_file, lower_case, seq_length) -> Preprocessor:
+    """The `Preprocessor` of a model's vocab file: WordPiece (`vocab.txt`) or ALBERT's `spiece.model` with BERT's
+    packing, byte-level BPE (`vocab.json`) with RoBERTa's.
+
+    Args:
+        vocab_file: the vocab file (a str or path).
+        lower_case: True for uncased models (not used by byte-level BPE).
+        seq_length: the packed length, special tokens included.
+
+    Examples:
+
+    >>> preprocessor = text_preprocessor("vocab.txt", True, 128)
+    >>> inputs, truncated = preprocessor.pack([tf.constant(["The cat sat."])])
+    >>> inputs["input_word_ids"].shape, truncated.numpy()
+    (TensorShape([1, 128]), array([False]))
+    """
+    vocab_file = str(vocab_file)
+    layout = ROBERTA_LAYOUT if tokenizer_kind(vocab_file) == BPE else BERT_LAYOUT
     return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout=layout)
 
 

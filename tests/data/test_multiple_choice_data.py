@@ -157,13 +157,13 @@ def test_tfds_hellaswag_records_an_unprepared_set_and_an_unknown_builder(tmp_pat
 
 def test_pairs_pack_as_transformers_tokenizer_packs_them_and_missing_choices_are_zero_rows(shared_data, sample_rows):
     transformers = pytest.importorskip("transformers")
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     minilm = shared_data / "all-MiniLM-L6-v2"
     examples = read_jsonl(str(shared_data / "swag" / "sample.jsonl"))
     choices = padded_choices(examples.choices)
     choices[1, 2:] = ""  # question 1 has two choices
-    preprocessor = TextPreprocessor(str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"), True, 24)
+    preprocessor = text_preprocessor(str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"), True, 24)
     inputs, truncated = pack_choices(preprocessor, tf.constant(examples.contexts), tf.constant(choices))
     assert inputs["input_word_ids"].shape == (10, 4, 24) and truncated.shape == (10, 4)
     tokenizer = transformers.BertTokenizerFast.from_pretrained(str(minilm))
@@ -182,10 +182,10 @@ def test_pairs_pack_as_transformers_tokenizer_packs_them_and_missing_choices_are
 
 
 def test_training_batches_are_shuffled_trimmed_and_labeled(shared_data):
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     examples = read_jsonl(str(shared_data / "swag" / "sample.jsonl"))
-    preprocessor = TextPreprocessor(str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"), True, 128)
+    preprocessor = text_preprocessor(str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"), True, 128)
     dataset = multiple_choice_dataset(examples.contexts, examples.choices, examples.labels, preprocessor, 4,
                                       is_training=True, seed=1)
     batches = list(dataset.take(5).as_numpy_iterator())  # past one epoch (10 questions): it repeats

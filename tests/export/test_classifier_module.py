@@ -30,9 +30,9 @@ def _classifier_dir(path, task_info, num_outputs, vocab_file, seed):
 
 
 def _packed(vocab_file, texts, seq_length):
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
-    return TextPreprocessor(vocab_file, True, seq_length).pack([tf.constant(texts)])[0]
+    return text_preprocessor(vocab_file, True, seq_length).pack([tf.constant(texts)])[0]
 
 
 def test_single_sentence_classifier_takes_text_only(tmp_path, vocab_file):
@@ -106,9 +106,9 @@ def test_regression_gives_a_score(tmp_path, vocab_file):
     first, second = SST2_TEXTS[:2], SST2_TEXTS[2:]
     out = module.serving_default(tf.constant(first), tf.constant(second))
     assert set(out) == {"score", "truncated"}
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
-    inputs, _ = TextPreprocessor(vocab_file, True, 24).pack([tf.constant(first), tf.constant(second)])
+    inputs, _ = text_preprocessor(vocab_file, True, 24).pack([tf.constant(first), tf.constant(second)])
     # The export runs the unequal pairs on their real tokens: other matmul and LayerNorm shapes, other rounding
     # (the real-token tests' tolerance).
     np.testing.assert_allclose(out["score"].numpy(), model(inputs, training=False).numpy()[:, 0], atol=2e-5,

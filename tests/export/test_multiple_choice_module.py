@@ -49,11 +49,11 @@ def python_answers(exported, questions):
     """The Python path: `pack_choices` at the full length, then the model_dir's `BertMultipleChoice`."""
     from official_bert.data.multiple_choice_dataset import pack_choices
     from official_bert.model_dir import load_model_dir
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     loaded = load_model_dir(str(exported[0]))
     contexts, choices = questions
-    inputs, truncated = pack_choices(TextPreprocessor(loaded.vocab_file, True, SEQ_LENGTH), tf.constant(contexts),
+    inputs, truncated = pack_choices(text_preprocessor(loaded.vocab_file, True, SEQ_LENGTH), tf.constant(contexts),
                                      tf.constant(choices))
     return {name: value.numpy() for name, value in inputs.items()}, truncated.numpy(), \
         loaded.model(inputs, training=False).numpy()

@@ -164,12 +164,12 @@ def _fresh_process_outputs(tmp_path, models):
 
 @pytest.fixture(scope="module")
 def fresh_outputs(exports, classifier_dir, mrpc_pairs, conll_texts, tmp_path_factory):
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     vocab_file = classifier_dir / "vocab.txt"
     first, second = mrpc_pairs
-    pair_tokens, _ = TextPreprocessor(vocab_file, True, 64).pack([tf.constant(first), tf.constant(second)])
-    ner_tokens, _ = TextPreprocessor(vocab_file, True, 48).pack([tf.constant(conll_texts)])
+    pair_tokens, _ = text_preprocessor(vocab_file, True, 64).pack([tf.constant(first), tf.constant(second)])
+    ner_tokens, _ = text_preprocessor(vocab_file, True, 48).pack([tf.constant(conll_texts)])
     tmp = tmp_path_factory.mktemp("fresh")
     models = {
         "classifier": {"dir": exports["classifier"], "texts": {"text": first, "text_b": second},

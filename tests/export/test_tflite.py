@@ -44,7 +44,7 @@ def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite)
 
 
 def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ner_dir):
-    from official_bert.text import TextPreprocessor
+    from official_bert.text import text_preprocessor
 
     model = tflite.convert(exports["tagger"], "serving_default", "none")
     lite = tflite.interpreter(model).get_signature_runner("serving_default")(text=np.array(TEXTS, object))
@@ -53,7 +53,7 @@ def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ne
     assert set(saved) - set(lite) == {"entity_text", "entity_start", "entity_end", "word_start", "word_end"}
     # Logits at [PAD] positions feed no answer; with this tiny model's large random weights they differ by up
     # to 2e-5 between the two runtimes' kernels, while the real pieces' stay within 1e-5.
-    inputs, _ = TextPreprocessor(str(ner_dir / "vocab.txt"), True, 48).pack([tf.constant(TEXTS)])
+    inputs, _ = text_preprocessor(str(ner_dir / "vocab.txt"), True, 48).pack([tf.constant(TEXTS)])
     assert_lite_equals_saved(lite, saved, real_positions=inputs["input_mask"].numpy() == 1)
     assert lite["num_entities"].sum() > 0
 
