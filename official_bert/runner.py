@@ -103,12 +103,11 @@ def run(task, config):
         raise ValueError(f"{task.kind}: a {bert_config.model_type} model's {kind} tokenizer is not supported by this "
                          f"task yet (it reads {', '.join(task.tokenizer_kinds)}); use a checkpoint of a family it "
                          "reads")
-    task.bert_config = bert_config
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
                 config.model_dir if settings.finished else task.model_source(config),
                 bert_config.num_hidden_layers, bert_config.hidden_size, "uncased" if lower_case else "cased",
                 config.max_seq_length)
-    task.read_data(config)  # every file it will read, before anything is written
+    task.read_data(config, bert_config)  # every file it will read, before anything is written
 
     strategy, chief, out_dir = start_process(config)
     scratch = tempfile.mkdtemp(prefix="official_bert_run_")  # the vocab the run's tokenizers read

@@ -49,7 +49,6 @@ class Task:
             `official_bert.tokenizer_kinds.TOKENIZER_KINDS` ("wordpiece": BERT and DistilBERT, "bpe": RoBERTa's
             byte-level BPE, "sentencepiece": ALBERT's). A task that uses only `RunContext.text_preprocessor()` takes
             all three; one that needs WordPiece's `##` pieces or token offsets lists those it handles.
-        bert_config: the model's `BertConfig`, set by the runner once resolved.
     """
 
     kind = None
@@ -58,7 +57,6 @@ class Task:
     needs_init_checkpoint = True
     needs_vocab = True
     tokenizer_kinds = (WORDPIECE,)
-    bert_config = None
 
     def model_config(self):
         """The `BertConfig` the task asks for; None (the default): the init checkpoint's."""
@@ -72,8 +70,12 @@ class Task:
         """Checks the task's settings against the run's (`RunConfig`); raises ValueError naming the flag.
         Called before anything is read or written."""
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         """Reads (and keeps) every split the run needs, so a bad file fails before anything is written.
+
+        Args:
+            config: the `RunConfig`.
+            bert_config: the model's `BertConfig`, as the runner resolved it.
 
         Raises:
             ValueError: a split to train on is empty, or a file is malformed (named).

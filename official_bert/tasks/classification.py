@@ -79,7 +79,7 @@ class ClassificationTask(Task):
                 self._splits[split] = load_tfds_glue(task, split, data_dir=self.tfds_data_dir, download=self.download)
         return self._splits[split]
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         splits = (["train"] if config.do_train else []) + (list(self.glue_task.eval_splits) if config.do_eval else []) \
             + (list(self.glue_task.test_splits) if config.do_predict else [])
         for split in splits:

@@ -111,9 +111,9 @@ class DistillationTask(Task):
             raise ValueError(f"--init_checkpoint={config.init_checkpoint} must be the teacher ({self.teacher_dir})")
         self.task.validate(config)
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         """Reads the task's data and checks that it is the teacher's task (same task name, labels, ...)."""
-        self.task.read_data(config)
+        self.task.read_data(config, bert_config)
         for key, value in self.task.task_info().items():
             if key in self.teacher_info and self.teacher_info[key] != value:
                 raise ValueError(f"{os.path.join(self.teacher_dir, model_dirs.TASK_FILE)}: field '{key}' is "

@@ -71,7 +71,7 @@ class MultipleChoiceTask(Task):
             self._splits[split] = examples
         return self._splits[split]
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         for split, needed in (("train", config.do_train), ("dev", config.do_eval), ("test", config.do_predict)):
             if needed:
                 self.read_split(split)

@@ -119,6 +119,7 @@ class PretrainingTask(Task):
         self.steps_per_loop, self.log_steps, self.max_eval_steps = steps_per_loop, log_steps, max_eval_steps
         self.objective = objective
         self.train_paths = self.eval_paths = None
+        self.bert_config = None  # the model's, given to read_data
 
     def validate(self, config):
         from official_bert.models.pretrainer import OBJECTIVES
@@ -151,8 +152,9 @@ class PretrainingTask(Task):
     def needs_vocab(self):
         return bool(self.text_files)
 
-    def read_data(self, config):
-        if self.text_files and self.do_whole_word_mask and self.bert_config.tokenizer_kind == BPE:
+    def read_data(self, config, bert_config):
+        self.bert_config = bert_config  # task.json records it (`task_info`)
+        if self.text_files and self.do_whole_word_mask and bert_config.tokenizer_kind == BPE:
             raise ValueError("--do_whole_word_mask: RoBERTa's byte-level BPE marks no word continuations (RoBERTa "
                              "masks single pieces); leave it false")
         flag = "text_files" if self.text_files else "input_files"

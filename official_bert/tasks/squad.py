@@ -83,7 +83,7 @@ class SquadTask(Task):
         logger.info("Read %d questions (%d unanswerable) from %s", len(examples), impossible, source)
         return examples, source
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         if config.do_train:
             self.train, self.train_source = self._read("train")
         if config.do_eval or config.do_predict:

@@ -56,7 +56,7 @@ class TaggingTask(Task):
 
         return read_conll(conll_file_path(self.data_dir, split), self.tag_scheme, label_set=label_set)
 
-    def read_data(self, config):
+    def read_data(self, config, bert_config):
         from official_bert.data.conll import label_names
 
         try:

@@ -85,7 +85,7 @@ def test_task_training_batches_are_cut_exactly_without_xla(shared_data, tmp_path
 
     task = ClassificationTask("MRPC", data_dir=str(shared_data / "glue" / "MRPC"))
     config = RunConfig(model_dir=str(tmp_path), jit_compile=jit_compile, max_seq_length=128)
-    task.read_data(config)
+    task.read_data(config, None)
     context = RunContext(config=config, bert_config=None, tokenizer=None, strategy=None, out_dir=str(tmp_path),
                          results_dir=str(tmp_path), is_chief=True, lower_case=True,
                          vocab_file=str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"))

@@ -104,4 +104,4 @@ def test_bad_distillation_settings_are_refused_before_anything_runs(shared_data,
     sst2 = DistillationTask(ClassificationTask("SST-2", data_dir=str(shared_data / "glue" / "SST-2")),
                             str(teacher_dir), student_layers="0")
     with pytest.raises(ValueError, match="field 'task' is 'MRPC'"):
-        sst2.read_data(RunConfig(model_dir=str(tmp_path / "x"), do_eval=False))
+        sst2.read_data(RunConfig(model_dir=str(tmp_path / "x"), do_eval=False), None)
