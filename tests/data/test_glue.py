@@ -1,4 +1,4 @@
-"""GLUE readers: real GLUE files from ../shared/data, hand-written layouts and errors, and TFDS."""
+"""GLUE TSV reader: real GLUE files from ../shared/data, hand-written layouts and errors, the task table."""
 
 import csv
 import logging
@@ -6,8 +6,8 @@ import logging
 import numpy as np
 import pytest
 
-from official_bert.data import (GLUE_TASKS, GlueTask, examples_from_tfds, get_glue_task, glue_file_path,
-                                load_tfds_glue, read_glue_tsv)
+from glue_files import MNLI_DEV_HEADER, MNLI_TEST_HEADER, MNLI_TRAIN_HEADER, mnli_row, write_tsv
+from official_bert.data import GLUE_TASKS, GlueTask, get_glue_task, glue_file_path, read_glue_tsv
 
 # (task, file under glue/, split, rows): counts from ../shared/data/SOURCES.md (WNLI counted here).
 REAL_FILES = [
@@ -96,27 +96,11 @@ def test_real_ids_come_from_the_index_column(shared_data, caplog):
     np.testing.assert_array_equal(read_glue_tsv("SST-2", str(glue / "SST-2"), "dev").ids, np.arange(872))
 
 
-def _write(tmp_path, name, lines, ending="\n", final_newline=True):
-    path = tmp_path / name
-    path.write_bytes((ending.join(lines) + (ending if final_newline else "")).encode("utf-8"))
-    return str(path)
-
-
-MNLI_TRAIN_HEADER = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"
-                     "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label")
-MNLI_DEV_HEADER = MNLI_TRAIN_HEADER.replace("label1\t", "label1\tlabel2\tlabel3\tlabel4\tlabel5\t")
-MNLI_TEST_HEADER = MNLI_TRAIN_HEADER.rsplit("\tlabel1", 1)[0]
-
-
-def _mnli_row(index, a, b, labels):
-    return "\t".join([str(index), "p", "q", "fiction", "(x)", "(y)", "(X)", "(Y)", a, b] + labels)
-
-
 def test_mnli_layouts_by_header_and_by_position(tmp_path):
-    _write(tmp_path, "train.tsv", [MNLI_TRAIN_HEADER, _mnli_row(0, 'He said "hi', "B0", ["neutral", "neutral"]),
-                                   _mnli_row(1, "A1", "B1", ["entailment", "contradiction"])])
-    _write(tmp_path, "dev_mismatched.tsv", [MNLI_DEV_HEADER, _mnli_row(7, "A", "B", ["neutral"] * 5 + ["entailment"])])
-    _write(tmp_path, "test_matched.tsv", [MNLI_TEST_HEADER, _mnli_row(42, "A", "B", [])])
+    write_tsv(tmp_path, "train.tsv", [MNLI_TRAIN_HEADER, mnli_row(0, 'He said "hi', "B0", ["neutral", "neutral"]),
+                                   mnli_row(1, "A1", "B1", ["entailment", "contradiction"])])
+    write_tsv(tmp_path, "dev_mismatched.tsv", [MNLI_DEV_HEADER, mnli_row(7, "A", "B", ["neutral"] * 5 + ["entailment"])])
+    write_tsv(tmp_path, "test_matched.tsv", [MNLI_TEST_HEADER, mnli_row(42, "A", "B", [])])
     mnli = GLUE_TASKS["mnli"]
     train = read_glue_tsv("MNLI", str(tmp_path), "train")
     assert train.text_a == ['He said "hi', "A1"] and train.text_b == ["B0", "B1"]
@@ -125,21 +109,21 @@ def test_mnli_layouts_by_header_and_by_position(tmp_path):
     assert dev.split == "dev_mismatched" and mnli.label_names[dev.labels[0]] == "entailment" and dev.ids[0] == 7
     test = read_glue_tsv("MNLI", str(tmp_path), "test_matched")
     assert test.labels is None and list(test.ids) == [42]
-    headerless = _write(tmp_path, "headerless.tsv", [_mnli_row(3, "A", "B", ["neutral", "contradiction"])])
+    headerless = write_tsv(tmp_path, "headerless.tsv", [mnli_row(3, "A", "B", ["neutral", "contradiction"])])
     assert mnli.label_names[read_glue_tsv("MNLI", headerless, "train").labels[0]] == "contradiction"
     with pytest.raises(ValueError, match="no split 'dev'"):
         read_glue_tsv("MNLI", str(tmp_path), "dev")
 
 
 def test_other_task_layouts(tmp_path):
-    qqp = _write(tmp_path, "qqp.tsv", ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate",
+    qqp = write_tsv(tmp_path, "qqp.tsv", ["id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate",
                                        "5\t1\t2\tWhy?\tHow?\t1", "9\t3\t4\tWho?\tWhom?\t0"])
     examples = read_glue_tsv("QQP", qqp, "train")
     assert examples.text_b == ["How?", "Whom?"] and list(examples.labels) == [1, 0] and list(examples.ids) == [5, 9]
-    qqp_test = _write(tmp_path, "qqp_test.tsv", ["id\tquestion1\tquestion2", "0\tWhy?\tHow?"])
+    qqp_test = write_tsv(tmp_path, "qqp_test.tsv", ["id\tquestion1\tquestion2", "0\tWhy?\tHow?"])
     assert read_glue_tsv("QQP", qqp_test, "test").text_a == ["Why?"]
     stsb_header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
-    stsb = _write(tmp_path, "stsb.tsv", [stsb_header,
+    stsb = write_tsv(tmp_path, "stsb.tsv", [stsb_header,
                                          "0\tmain-captions\tMSRvid\t2012test\t0001\tnone\tnone\t"
                                          "A plane.\tAn air plane.\t5.000",
                                          "1\tmain-news\tx\t2012\t0002\tnone\tnone\tA.\tB.\t0.75"])
@@ -147,9 +131,9 @@ def test_other_task_layouts(tmp_path):
     assert stsb_examples.labels.dtype == np.float32
     np.testing.assert_allclose(stsb_examples.labels, [5.0, 0.75])
     assert stsb_examples.text_b == ["An air plane.", "B."]
-    qnli = _write(tmp_path, "qnli.tsv", ["index\tquestion\tsentence\tlabel", "0\tQ?\tS.\tnot_entailment"])
+    qnli = write_tsv(tmp_path, "qnli.tsv", ["index\tquestion\tsentence\tlabel", "0\tQ?\tS.\tnot_entailment"])
     assert list(read_glue_tsv("QNLI", qnli, "train").labels) == [1]
-    _write(tmp_path, "AX.tsv", ["index\tsentence1\tsentence2", "0\tThe cat sat.\tThe cat did not sit."])
+    write_tsv(tmp_path, "AX.tsv", ["index\tsentence1\tsentence2", "0\tThe cat sat.\tThe cat did not sit."])
     ax = read_glue_tsv("ax", str(tmp_path), "test")
     assert ax.labels is None and ax.text_b == ["The cat did not sit."]
     with pytest.raises(ValueError, match="AX has no split 'train'"):
@@ -157,7 +141,7 @@ def test_other_task_layouts(tmp_path):
 
 
 def test_line_endings_blank_lines_and_unbalanced_quotes(tmp_path):
-    path = _write(tmp_path, "dev.tsv", ["sentence\tlabel", '"an unbalanced quote\t1', "", "plain\t0",
+    path = write_tsv(tmp_path, "dev.tsv", ["sentence\tlabel", '"an unbalanced quote\t1', "", "plain\t0",
                                         'ends with "\t1'], ending="\r\n", final_newline=False)
     examples = read_glue_tsv("SST-2", path, "dev")
     assert examples.text_a == ['"an unbalanced quote', "plain", 'ends with "'] and list(examples.labels) == [1, 0, 1]
@@ -165,7 +149,7 @@ def test_line_endings_blank_lines_and_unbalanced_quotes(tmp_path):
 
 
 def test_malformed_rows_name_file_and_line(tmp_path, caplog):
-    path = _write(tmp_path, "train.tsv", ["gj04\t1\t\tGood one.", "gj04\t0\t*", "gj04\t1\t\t   ", "\t\t\t",
+    path = write_tsv(tmp_path, "train.tsv", ["gj04\t1\t\tGood one.", "gj04\t0\t*", "gj04\t1\t\t   ", "\t\t\t",
                                           "gj04\t0\t*\tBad one."])
     with pytest.raises(ValueError, match=r"train\.tsv:2: expected 4 tab-separated columns .* got 3"):
         read_glue_tsv("COLA", path, "train")
@@ -175,15 +159,15 @@ def test_malformed_rows_name_file_and_line(tmp_path, caplog):
     assert list(examples.labels) == [1, 0] and list(examples.ids) == [0, 4]
     assert "train.tsv:3: empty text in column 'sentence'" in caplog.text
     assert "skipped 3 malformed rows of 5" in caplog.text
-    no_label = _write(tmp_path, "sst.tsv", ["sentence\tlabel", "fine\t1", "no label here\t "])
+    no_label = write_tsv(tmp_path, "sst.tsv", ["sentence\tlabel", "fine\t1", "no label here\t "])
     with pytest.raises(ValueError, match=r"sst\.tsv:3: empty label in column 'label'"):
         read_glue_tsv("SST-2", no_label, "train")
     assert read_glue_tsv("SST-2", no_label, "train", skip_bad_rows=True).text_a == ["fine"]
-    header_file = _write(tmp_path, "rte.tsv", ["index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\tentailment",
+    header_file = write_tsv(tmp_path, "rte.tsv", ["index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\tentailment",
                                                "1\tA.\tB.\tentailment\textra"])
     with pytest.raises(ValueError, match=r"rte\.tsv:3: expected 4 .*index, sentence1, sentence2, label.* got 5"):
         read_glue_tsv("RTE", header_file, "train")
-    bad_index = _write(tmp_path, "test.tsv", ["index\tsentence", "x7\tHello."])
+    bad_index = write_tsv(tmp_path, "test.tsv", ["index\tsentence", "x7\tHello."])
     with pytest.raises(ValueError, match=r"test\.tsv:2: the 'index' column must be an integer, got 'x7'"):
         read_glue_tsv("SST-2", bad_index, "test")
     bad_bytes = tmp_path / "bytes.tsv"
@@ -197,21 +181,21 @@ def test_malformed_rows_name_file_and_line(tmp_path, caplog):
      r"dev\.tsv:3: label '2' is not a SST-2 label; allowed: '0', '1'"),
     ("RTE", ["index\tsentence1\tsentence2\tlabel", "0\tA.\tB.\tneutral"],
      r"dev\.tsv:2: label 'neutral' is not a RTE label; allowed: 'entailment', 'not_entailment'"),
-    ("MNLI", [MNLI_TRAIN_HEADER, _mnli_row(0, "A", "B", ["-", "-"])], r"dev\.tsv:2: label '-' is not a MNLI label"),
+    ("MNLI", [MNLI_TRAIN_HEADER, mnli_row(0, "A", "B", ["-", "-"])], r"dev\.tsv:2: label '-' is not a MNLI label"),
     ("STS-B", ["index\tsentence1\tsentence2\tscore", "0\tA.\tB.\t5.5"],
      r"dev\.tsv:2: STS-B score '5.5' is not a number in \[0, 5\]"),
     ("STS-B", ["index\tsentence1\tsentence2\tscore", "0\tA.\tB.\tnan"], r"score 'nan' is not a number"),
     ("STS-B", ["index\tsentence1\tsentence2\tscore", "0\tA.\tB.\thigh"], r"score 'high' is not a number"),
 ])
 def test_bad_labels_are_always_errors(tmp_path, task, lines, message):
-    path = _write(tmp_path, "dev.tsv", lines)
+    path = write_tsv(tmp_path, "dev.tsv", lines)
     for skip in (False, True):
         with pytest.raises(ValueError, match=message):
             read_glue_tsv(task, path, "dev_matched" if task == "MNLI" else "dev", skip_bad_rows=skip)
 
 
 def test_header_without_a_needed_column(tmp_path):
-    path = _write(tmp_path, "dev.tsv", ["index\tsentence1\tsentence2", "0\tA.\tB."])
+    path = write_tsv(tmp_path, "dev.tsv", ["index\tsentence1\tsentence2", "0\tA.\tB."])
     with pytest.raises(ValueError, match=r"dev\.tsv:1: the header has no column 'label'"):
         read_glue_tsv("RTE", path, "dev")
 
@@ -245,90 +229,3 @@ def test_task_table():
         "glue/wnli", "glue/ax"}
     for task in GLUE_TASKS.values():
         assert isinstance(task, GlueTask) and sorted(task.tfds_label_order) == sorted(task.label_names)
-
-
-# --- tensorflow-datasets -------------------------------------------------------------------------------
-
-
-def _prepare_tfds(tmp_path, config, split_files):
-    """Builds a real TFDS `glue/<config>` dataset offline from local TSV files, with TFDS's own GLUE code."""
-    import tensorflow_datasets as tfds
-    from tensorflow_datasets.text import glue as tfds_glue
-
-    class LocalGlue(tfds_glue.Glue, skip_registration=True):
-        name = "glue"
-
-        def _split_generators(self, dl_manager):
-            return [tfds.core.SplitGenerator(name=tfds_split, gen_kwargs={"data_file": path, "split": kind})
-                    for tfds_split, (path, kind) in split_files.items()]
-
-    tfds.disable_progress_bar()
-    data_dir = str(tmp_path / "tfds")
-    LocalGlue(config=config, data_dir=data_dir).download_and_prepare()
-    return data_dir
-
-
-def _sorted_by_id(examples):
-    order = np.argsort(examples.ids)
-    b = None if examples.text_b is None else [examples.text_b[i] for i in order]
-    labels = None if examples.labels is None else examples.labels[order]
-    return examples.ids[order], [examples.text_a[i] for i in order], b, labels
-
-
-def _assert_same_examples(ours, theirs):
-    for mine, other in zip(_sorted_by_id(ours), _sorted_by_id(theirs)):
-        if isinstance(mine, np.ndarray):
-            np.testing.assert_array_equal(mine, other)
-        else:
-            assert mine == other
-
-
-def test_tfds_mnli_matches_the_tsv_reader(tmp_path):
-    rows = [_mnli_row(i, f"premise {i}", f"hypothesis {i}", [g, g])
-            for i, g in enumerate(["entailment", "neutral", "contradiction", "neutral", "entailment"])]
-    train = _write(tmp_path, "train.tsv", [MNLI_TRAIN_HEADER] + rows)
-    dev = _write(tmp_path, "dev_mismatched.tsv", [MNLI_TRAIN_HEADER] + rows[:3])
-    test = _write(tmp_path, "test_matched.tsv", [MNLI_TEST_HEADER] + [_mnli_row(0, "p", "h", [])])
-    data_dir = _prepare_tfds(tmp_path, "mnli", {"train": (train, "train"), "validation_mismatched": (dev, "dev"),
-                                                "test_matched": (test, "test")})
-    tfds_train = load_tfds_glue("MNLI", "train", data_dir=data_dir)
-    assert tfds_train.source == "glue/mnli[train]" and len(tfds_train) == 5
-    # TFDS numbers labels entailment, neutral, contradiction; ours follow google-research/bert.
-    _assert_same_examples(read_glue_tsv("MNLI", train, "train"), tfds_train)
-    _assert_same_examples(read_glue_tsv("MNLI", dev, "dev_mismatched"),
-                          load_tfds_glue("mnli", "validation_mismatched", data_dir=data_dir))
-    tfds_test = load_tfds_glue("MNLI", "test_matched", data_dir=data_dir)
-    assert tfds_test.labels is None and tfds_test.text_b == ["h"]
-
-
-def test_tfds_stsb_and_cola_match_the_tsv_reader(tmp_path):
-    stsb_header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
-    stsb = _write(tmp_path, "stsb.tsv", [stsb_header] + [f"{i}\tg\tf\ty\t{i}\ts\ts\tA {i}.\tB {i}.\t{i * 1.25}"
-                                                         for i in range(5)])
-    cola = _write(tmp_path, "cola.tsv", [f"src\t{i % 2}\t{'' if i % 2 else '*'}\tSentence {i}." for i in range(6)])
-    stsb_dir = _prepare_tfds(tmp_path / "s", "stsb", {"train": (stsb, "train")})
-    cola_dir = _prepare_tfds(tmp_path / "c", "cola", {"validation": (cola, "dev")})
-    tfds_stsb = load_tfds_glue("STS-B", "train", data_dir=stsb_dir)
-    assert tfds_stsb.labels.dtype == np.float32 and sorted(tfds_stsb.text_b) == [f"B {i}." for i in range(5)]
-    _assert_same_examples(read_glue_tsv("STS-B", stsb, "train"), tfds_stsb)
-    _assert_same_examples(read_glue_tsv("COLA", cola, "dev"), load_tfds_glue("cola", "dev", data_dir=cola_dir))
-
-
-def test_tfds_missing_dataset_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"glue/mrpc is not prepared in .*--data_dir"):
-        load_tfds_glue("MRPC", "dev", data_dir=str(tmp_path))
-
-
-def test_examples_from_tfds_records():
-    records = [{"premise": b"P0", "hypothesis": b"H0", "label": np.int64(2), "idx": np.int32(10)},
-               {"premise": "P1", "hypothesis": "H1", "label": np.int64(0), "idx": np.int32(11)}]
-    examples = examples_from_tfds("MNLI", "validation_matched", records,
-                                  label_names=["entailment", "neutral", "contradiction"])
-    names = GLUE_TASKS["MNLI"].label_names
-    assert examples.split == "dev_matched" and examples.text_a == ["P0", "P1"] and examples.text_b == ["H0", "H1"]
-    assert [names[i] for i in examples.labels] == ["contradiction", "entailment"] and list(examples.ids) == [10, 11]
-    with pytest.raises(ValueError, match="label -1 is not a SST-2 class index"):
-        examples_from_tfds("SST-2", "train", [{"sentence": b"x", "label": -1, "idx": 0}])
-    assert examples_from_tfds("SST-2", "test", [{"sentence": b"x", "label": -1, "idx": 0}]).labels is None
-    with pytest.raises(ValueError, match="2 label names"):
-        examples_from_tfds("MNLI", "train", records, label_names=["a", "b"])
