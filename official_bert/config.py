@@ -12,6 +12,7 @@ import os
 from typing import Optional
 
 from official_bert.families import families, family_of, model_types
+from official_bert.pruned_heads import check_pruned_heads, normalise_pruned_heads
 
 # Activations a BERT config may name, mapped to the form we compute.
 #   "gelu": exact erf GELU (Google BERT, HF "gelu", PyTorch default).
@@ -101,7 +102,7 @@ class BertConfig:
 
     def __post_init__(self):
         self._resolve_embedding_size()
-        self.pruned_heads = _normalise_pruned_heads(self.pruned_heads, "BertConfig")
+        self.pruned_heads = normalise_pruned_heads(self.pruned_heads, "BertConfig")
         self.validate()
 
     def _resolve_embedding_size(self):
@@ -227,29 +228,7 @@ class BertConfig:
                 f"{source}: field 'hidden_size' ({self.hidden_size}) must be divisible by "
                 f"'num_attention_heads' ({self.num_attention_heads})"
             )
-        self._validate_pruned_heads(source)
-
-    def _validate_pruned_heads(self, source):
-        if not isinstance(self.pruned_heads, dict):
-            raise ValueError(f"{source}: field 'pruned_heads' must be a dict of layer -> head indices, got "
-                             f"{self.pruned_heads!r}")
-        if self.pruned_heads and self.family.shared_layers:
-            raise ValueError(f"{source}: field 'pruned_heads' is {self.pruned_heads!r}; an albert encoder's layers "
-                             "share blocks, so its heads cannot be pruned per layer")
-        for layer, heads in self.pruned_heads.items():
-            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < self.num_hidden_layers:
-                raise ValueError(f"{source}: field 'pruned_heads' names layer {layer!r}; the model has layers "
-                                 f"0..{self.num_hidden_layers - 1}")
-            if not isinstance(heads, (list, tuple)) or any(
-                    isinstance(h, bool) or not isinstance(h, int) or not 0 <= h < self.num_attention_heads
-                    for h in heads):
-                raise ValueError(f"{source}: field 'pruned_heads' of layer {layer} is {heads!r}; expected head "
-                                 f"indices in 0..{self.num_attention_heads - 1}")
-            if len(set(heads)) != len(heads):
-                raise ValueError(f"{source}: field 'pruned_heads' of layer {layer} names a head twice: {heads!r}")
-            if len(heads) >= self.num_attention_heads:
-                raise ValueError(f"{source}: field 'pruned_heads' removes every head of layer {layer}; keep at "
-                                 "least one")
+        check_pruned_heads(self, source)
 
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
@@ -301,7 +280,7 @@ class BertConfig:
             default = field.default_factory() if field.default is dataclasses.MISSING else field.default
             setattr(config, field.name, kwargs.get(field.name, default))
         config._resolve_embedding_size()
-        config.pruned_heads = _normalise_pruned_heads(config.pruned_heads, source)
+        config.pruned_heads = normalise_pruned_heads(config.pruned_heads, source)
         config.validate(source)
         return config
 
@@ -332,26 +311,3 @@ def is_google_albert(values: dict) -> bool:
     """Whether a config dict without `model_type` is Google's `albert_config.json` (it has `num_hidden_groups` or
     `inner_group_num`), whose "gelu" is the tanh form."""
     return "model_type" not in values and any(name in values for name in ("num_hidden_groups", "inner_group_num"))
-
-
-def _normalise_pruned_heads(pruned_heads, source):
-    """`pruned_heads` with int layer keys (JSON's are strings) and sorted head lists; None reads as {}. Anything
-    malformed is left for `validate` to name."""
-    if pruned_heads is None:
-        return {}
-    if not isinstance(pruned_heads, dict):
-        return pruned_heads
-    normalised = {}
-    for layer, heads in pruned_heads.items():
-        try:
-            key = int(layer) if isinstance(layer, str) else layer
-        except ValueError:
-            raise ValueError(f"{source}: field 'pruned_heads' has key {layer!r}; expected a layer index") from None
-        if key in normalised:
-            raise ValueError(f"{source}: field 'pruned_heads' names layer {key} twice")
-        if isinstance(heads, (list, tuple)) and all(isinstance(h, int) and not isinstance(h, bool) for h in heads):
-            heads = sorted(heads)
-        if isinstance(heads, (list, tuple)) and not heads:
-            continue  # a layer with nothing removed
-        normalised[key] = heads
-    return normalised
