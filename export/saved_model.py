@@ -11,7 +11,7 @@ layout; --version defaults to one more than the highest numeric version there, a
 never overwritten): `saved_model.pb`, `variables/`, `assets/` (`vocab.txt`, `labels.txt`) and
 `assets.extra/tf_serving_warmup_requests`. The version is written under a temporary name and renamed when
 complete, so a watching server never loads a half-written one. Signatures: see `export/serving_module.py` and
-the README.
+docs/export.md.
 """
 
 import errno

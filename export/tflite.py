@@ -25,7 +25,7 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
   carry BERT's activation outliers, which one int8 scale per tensor cannot hold: `feed_forward_outputs`), the
   attention scores, softmax and probabilities x values, LayerNorms, residual additions, GELU, the string
   inputs, the tokenizer and the outputs. Quantizing every op with an int8 kernel instead loses the model
-  (all-MiniLM-L6-v2 on MRPC: 40% dev accuracy against 77%; README).
+  (all-MiniLM-L6-v2 on MRPC: 40% dev accuracy against 77%; docs/compression.md).
 """
 
 import os

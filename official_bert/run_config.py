@@ -31,7 +31,7 @@ class RunConfig:
         keep_checkpoints: how many of the latest checkpoints are kept (at least 1).
         seed: initialisation, shuffling and dropout.
         deterministic: TensorFlow's op determinism: two runs of one command, and a resumed run and an unbroken
-            one, end with bit-identical weights (README: what it costs).
+            one, end with bit-identical weights (docs/classification.md: what it costs).
         do_train / do_eval / do_predict: what to do.
         output_dir: where evaluation results and predictions go; None: the model_dir.
         overwrite: a training run deletes an earlier run's files in the model_dir instead of refusing a run

@@ -39,7 +39,7 @@ RUN_FLAGS = {
     "keep_checkpoints": ("integer", 1, "Checkpoints kept (the latest ones; a restarted run resumes from the last)."),
     "seed": ("integer", 42, "Seed for initialisation, shuffling and dropout."),
     "deterministic": ("boolean", False, "TensorFlow op determinism: a rerun, or a resumed run, ends with "
-                      "bit-identical weights (README: what it costs)."),
+                      "bit-identical weights (docs/classification.md: what it costs)."),
     "do_train": ("boolean", True, "Train."),
     "do_eval": ("boolean", True, "Evaluate on the dev split(s)."),
     "do_predict": ("boolean", False, "Write predictions for the test split(s)."),

@@ -162,7 +162,7 @@ def test_spiece_model_pretraining_data_tokenizes_as_albert_and_masks_whole_words
     assert [len(d) for d in documents] == [len(d) for d in expected] and empty == 0
     differing = [(ours, theirs) for document, reference_document in zip(documents, expected)
                  for ours, theirs in zip(document, reference_document) if ours != theirs]
-    # the known exact ties (README: "000" as "0" "00" or "00" "0"): the same pieces in another order
+    # the known exact ties (docs/python-api.md: "000" as "0" "00" or "00" "0"): the same pieces in another order
     assert len(differing) <= 2 and all(sorted(a) == sorted(b) for a, b in differing), differing
 
     targets, draws = [], collections.Counter()

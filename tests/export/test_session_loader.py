@@ -109,7 +109,7 @@ def test_every_export_has_one_variable_handle_per_saved_variable(answers):
 
 
 def test_saved_model_cli_runs_the_classifier_with_tf_text_ops_loaded(answers):
-    """The README's `saved_model_cli run` command (the CLI itself, with tensorflow_text imported first)."""
+    """docs/export.md's `saved_model_cli run` command (the CLI itself, with tensorflow_text imported first)."""
     command = [sys.executable, "-c", "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli "
                "import main; sys.argv[0] = 'saved_model_cli'; main()",
                "run", "--dir", answers["exports"]["classifier_float32"], "--tag_set", "serve",

@@ -66,7 +66,7 @@ def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_chec
 
 
 def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp_path):
-    steps = ["--num_train_steps=8", "--checkpoint_steps=1", "--deterministic"]  # the README's promise is under it
+    steps = ["--num_train_steps=8", "--checkpoint_steps=1", "--deterministic"]  # exact resume: docs/classification.md
     unbroken = tmp_path / "unbroken"
     _run(_command(shared_data, tiny_checkpoint, unbroken, *steps))
 

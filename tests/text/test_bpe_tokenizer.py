@@ -1,7 +1,7 @@
 """RoBERTa's byte-level BPE in the graph: ids and offsets equal `RobertaTokenizerFast`'s; packing; SavedModel.
 
 The vocab (8000 merges) is trained here with `tokenizers` on ../shared/data text. CI checks a sample of every real
-corpus and a fuzz corpus; `python -m tests.text.bpe_parity` checks every text (see the README for its figures).
+corpus and a fuzz corpus; `python -m tests.text.bpe_parity` checks every text (see docs/families.md for its figures).
 """
 
 import json
