@@ -33,6 +33,7 @@ TEST_REQUIRES = [
     "sentencepiece>=0.2",  # the reference ALBERT tokenizer (was installed only as a keras-hub dependency)
     "h5py>=3.10",  # reads model.weights.h5 files (a Keras dependency too)
     "nlp==0.4.0",  # ships the official SQuAD evaluate-v1.1.py / evaluate-v2.0.py scripts (metrics/squad*)
+    "ruff==0.17.5",  # the lint (ruff.toml), run by tests/test_lint.py
 ]
 
 setup(

@@ -2,7 +2,6 @@
 
 import glob
 import logging
-import os
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
