@@ -16,6 +16,8 @@ throughput (SavedModels through `serving_default` in TF, the .tflite in LiteRT),
 
 Resumable: every training step is a model_dir of its own (resumed by the runner, skipped once evaluated),
 every measured row is kept in `<out>/rows.json`; running the same command again continues where it stopped.
+Once a row is in rows.json its model_dir's checkpoints are deleted, and so are a student's or pruned model's
+weights (its export stays; the teacher keeps its weights, which later rows read), unless `--keep_checkpoints`.
 The speed columns are measured last, every row one after the other, once all models are trained; keep the
 machine quiet then (`--measure_speed_again` times every row again, e.g. after a run shared the machine).
 """
@@ -28,6 +30,7 @@ import sys
 
 import numpy as np
 
+from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 from benchmarks.perf.timing import per_call_times, size_on_disk
 from benchmarks.resumable import check_same_flags, read_json, write_json
 
@@ -125,6 +128,9 @@ def run_task(task, args, rows):
                          "export": export_path, "format": export_format}
             write_json(os.path.join(args.out, "rows.json"), rows)
             print(key, json.dumps(rows[key]), flush=True)
+        if not args.keep_checkpoints:  # the row is written; the teacher's weights are read by later rows
+            name = os.path.relpath(model_dir, work)
+            remove_checkpoints(work, model_dirs=(name,), weights=() if model_dir == teacher else (name,))
 
     def saved(model_dir, name, precision="float32"):
         target = os.path.join(work, "export", name)
@@ -238,6 +244,7 @@ def main():
                         "machine), keeping the trained models and their accuracy.")
     parser.add_argument("--skip_speed", action="store_true", help="Train, export and score every row, and leave the "
                         "speed columns to a later run (e.g. with the machine quiet).")
+    add_keep_checkpoints_flag(parser)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     # (a resumed run may add seeds: each seed's rows are trained on their own)

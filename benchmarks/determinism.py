@@ -7,7 +7,8 @@ Fine-tunes ../shared/data/all-MiniLM-L6-v2 on MRPC through `tasks.run_classifier
 `--runs` times without `--deterministic`, alternating, on the same machine. Prints each mode's steady training
 examples/second (mean and spread over its runs) and the ratio, and the largest weight difference between the
 runs of each mode (0 = bit-identical). Finished runs are kept in `--out` and not repeated (delete it to measure
-again).
+again); a finished run's checkpoints are deleted (its final weights stay: the comparison reads them), unless
+`--keep_checkpoints`.
 """
 
 import argparse
@@ -18,6 +19,8 @@ import sys
 
 import h5py
 import numpy as np
+
+from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -42,6 +45,8 @@ def _train(model_dir, deterministic, args):
                    f"--deterministic={str(deterministic).lower()}", "--overwrite"]
         print(" ".join(command), flush=True)
         subprocess.run(command, cwd=REPO_ROOT, check=True)
+    if not args.keep_checkpoints:
+        remove_checkpoints(os.path.dirname(model_dir), model_dirs=(os.path.basename(model_dir),))
     with open(results) as f:
         return json.load(f)["steady_examples_per_second"]
 
@@ -59,6 +64,7 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--batch_size", type=int, default=32)
+    add_keep_checkpoints_flag(parser)
     args = parser.parse_args()
 
     speeds, dirs = {True: [], False: []}, {True: [], False: []}

@@ -15,7 +15,8 @@
 3. Fine-tuning the same model with `tasks.run_ner` (batch 32, lr 5e-5, `--finetune_epochs`), valid and test.
 
 Each configuration's result goes to `<out>/results/<name>.json`; a rerun skips what is finished (a killed run
-resumes at the configuration it was in). The table prints the paper's BERT-Base dev F1 beside ours.
+resumes at the configuration it was in). Once the fine-tuning's result is written, its checkpoints and weights are
+deleted, unless `--keep_checkpoints`. The table prints the paper's BERT-Base dev F1 beside ours.
 """
 
 import argparse
@@ -26,6 +27,8 @@ import sys
 import time
 
 import numpy as np
+
+from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -163,6 +166,8 @@ def finetune(splits, args):
         with open(os.path.join(directory, "eval_results.json")) as f:
             result[f"{split}_f1"] = 100 * json.load(f)["f1"]
     write_json(path, result)
+    if not args.keep_checkpoints:
+        remove_checkpoints(args.out, model_dirs=("finetune",), weights=("finetune",))
     return result
 
 
@@ -200,6 +205,7 @@ def main():
     parser.add_argument("--finetune", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--finetune_epochs", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=42)
+    add_keep_checkpoints_flag(parser)
     args = parser.parse_args()
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
     from official_bert.data.conll import label_names

@@ -2,6 +2,7 @@
 
 import os
 
+from benchmarks.cleanup import add_keep_checkpoints_flag
 from benchmarks.seeds import add_seed_flags, check_seed_flags
 from benchmarks.start_checkpoint import add_dropout_flag, add_same_start_flag, check_dropout_flag
 
@@ -11,7 +12,7 @@ SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT
 
 def add_finetune_flags(parser, head, epochs, learning_rate):
     """Adds --checkpoint, --epochs, --learning_rate, --mixed_precision, --jit_compile, --pytorch_attention,
-    --seed/--seeds, --same_start, --dropout and --out.
+    --seed/--seeds, --same_start, --dropout, --out and --keep_checkpoints.
 
     Args:
         parser: an `argparse.ArgumentParser`.
@@ -31,6 +32,7 @@ def add_finetune_flags(parser, head, epochs, learning_rate):
     add_same_start_flag(parser, head)
     add_dropout_flag(parser)
     parser.add_argument("--out", default=None, help="work directory (default: a temporary one)")
+    add_keep_checkpoints_flag(parser)
 
 
 def check_finetune_flags(parser, args):

@@ -29,6 +29,9 @@ from benchmarks.resumable import write_results
 from benchmarks.seeds import over_seeds, print_over_seeds
 from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
+# The checkpoints a seed's run writes, deleted once it has results (`over_seeds`): our model_dir's checkpoints and
+# weights, and the start checkpoint's weights.
+CHECKPOINTS = {"model_dirs": ("ours",), "weights": ("ours", "start")}
 
 
 def write_task_dir(task, data_dir, out_dir, max_train_examples, seed):
@@ -136,7 +139,7 @@ def main():
     check_finetune_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="glue_bench_")
-    results = over_seeds(args, work, run_seed)
+    results = over_seeds(args, work, run_seed, checkpoints=CHECKPOINTS)
     print_over_seeds(results, sorted(k for k in results[0][1]["theirs"] if not k.startswith("num_")), scale=100.0)
 
 

@@ -27,7 +27,8 @@ rounded up to 32 pieces (as all our pipelines); the peer runs the full length.
 Prints, per side, dev accuracy per seed, their mean and spread (max - min), steady training questions/second (the
 first step, which compiles, left out; each question is 4 sequences) and the ratios. Every finished side/seed is kept
 in `--out` (`ours_seed<k>/`, `pytorch_seed<k>/results.json`) and reused by a rerun with the same flags; an
-unfinished one resumes from its last checkpoint.
+unfinished one resumes from its last checkpoint. Once both sides of a seed have their results, its checkpoints
+(ours, the peer's training state, the seed's start weights) are deleted, unless `--keep_checkpoints`.
 """
 
 import argparse
@@ -40,6 +41,7 @@ import sys
 
 import numpy as np
 
+from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, read_json
 from benchmarks.start_checkpoint import write_start_checkpoint
@@ -169,7 +171,6 @@ def run_pytorch(paths, checkpoint, work, args, seed):
         accuracy = float((torch.cat(predictions) == dev_labels).float().mean())
         with open(results_path, "w", encoding="utf-8") as f:
             json.dump({"accuracy": accuracy, "steady_examples_per_second": rate, "seconds": seconds}, f, indent=2)
-        os.remove(os.path.join(work, "state.pt"))  # the results stand for it now
     results = read_json(results_path)
     return results["accuracy"], results["steady_examples_per_second"], results["seconds"]
 
@@ -192,6 +193,7 @@ def main():
     parser.add_argument("--seeds", type=int, default=3, help="training seeds 42, 43, ...")
     parser.add_argument("--sides", default="ours,pytorch")
     parser.add_argument("--out", required=True, help="work directory; a rerun with the same flags resumes there")
+    add_keep_checkpoints_flag(parser)
     args = parser.parse_args()
 
     work = os.path.abspath(args.out)
@@ -209,6 +211,10 @@ def main():
         if "pytorch" in sides:
             results["pytorch"].append(run_pytorch(paths, checkpoint, os.path.join(work, f"pytorch_seed{seed}"), args,
                                                   seed))
+        if not args.keep_checkpoints:  # both sides have their results: nothing resumes from these again
+            remove_checkpoints(work, model_dirs=(f"ours_seed{seed}",),
+                               weights=(f"ours_seed{seed}", f"start_seed{seed}"),
+                               torch_states=(os.path.join(f"pytorch_seed{seed}", "state.pt"),))
 
     print(f"\nSWAG-format set from SQuAD v1.1 dev paragraphs (SWAG's format on Wikipedia text, not SWAG): "
           f"{sizes['train']} train questions of {sizes['train_available']} ({sizes['train_articles']} articles), "

@@ -36,6 +36,9 @@ from benchmarks.seeds import over_seeds, print_over_seeds
 from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
 METRICS = ("precision", "recall", "f1")  # test entity scores, as fractions
+# The checkpoints a seed's run writes, deleted once it has results (`over_seeds`): our model_dir's checkpoints and
+# weights, and the start checkpoint's weights.
+CHECKPOINTS = {"model_dirs": ("ours",), "weights": ("ours", "start")}
 
 
 def write_conll(examples, path, keep=None):
@@ -161,7 +164,7 @@ def main():
     check_finetune_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="ner_bench_")
-    print_over_seeds(over_seeds(args, work, run_seed), METRICS, scale=100.0)
+    print_over_seeds(over_seeds(args, work, run_seed, checkpoints=CHECKPOINTS), METRICS, scale=100.0)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 import json
 import os
 
+# Flags that say what happens after a run, not what the run is: a resumed run may change them.
+AFTER_THE_RUN_FLAGS = ("keep_checkpoints",)
+
 
 def read_json(path):
     with open(path, encoding="utf-8") as f:
@@ -29,11 +32,12 @@ def check_same_flags(work, args, ignore=("out",)):
     Args:
         work: the benchmark's --out directory (created).
         args: the parsed arguments.
-        ignore: flags a resumed run may change.
+        ignore: flags a resumed run may change (besides `AFTER_THE_RUN_FLAGS`).
 
     Raises:
         ValueError: naming the first flag that differs from the recorded run's.
     """
+    ignore = (*ignore, *AFTER_THE_RUN_FLAGS)
     flags = {name: value for name, value in sorted(vars(args).items()) if name not in ignore}
     path = os.path.join(work, "benchmark.json")
     if os.path.exists(path):

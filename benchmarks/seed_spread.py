@@ -21,7 +21,8 @@ Budgets (`--task`):
 
 Each run writes `<out>/<task>/dropout-<rate>/seed-<k>/results.json`; a rerun of the same command skips the runs
 that have one and starts the others again (SQuAD runs resume from their last checkpoint), so the table can grow
-over several sessions. `--report_only` prints the table of what is there.
+over several sessions; a run's checkpoints are deleted once its results.json is written, unless
+`--keep_checkpoints`. `--report_only` prints the table of what is there.
 """
 
 import argparse
@@ -32,6 +33,7 @@ import subprocess
 import sys
 
 
+from benchmarks.cleanup import add_keep_checkpoints_flag
 from benchmarks.resumable import read_json
 from benchmarks.seeds import spread
 
@@ -72,8 +74,9 @@ def run_dir(out, task, dropout, seed):
     return os.path.join(out, task, f"dropout-{dropout:g}", f"seed-{seed}")
 
 
-def run_one(budget, directory, dropout, seed):
-    """Runs the task's benchmark for one seed and dropout rate into `directory`, unless it has results."""
+def run_one(budget, directory, dropout, seed, keep_checkpoints=False):
+    """Runs the task's benchmark for one seed and dropout rate into `directory`, unless it has results (its
+    checkpoints are deleted then, unless `keep_checkpoints`)."""
     results = os.path.join(directory, "results.json")
     if os.path.exists(results):
         print(f"seed_spread: {directory} done, reusing it", flush=True)
@@ -81,7 +84,7 @@ def run_one(budget, directory, dropout, seed):
     if os.path.exists(directory) and not budget.resumes:
         shutil.rmtree(directory)  # a killed run of a benchmark that cannot resume starts over
     command = [sys.executable, "-m", budget.module, *budget.flags, f"--seed={seed}", "--seeds=1",
-               f"--dropout={dropout}", f"--out={directory}"]
+               f"--dropout={dropout}", f"--out={directory}", *["--keep_checkpoints"] * keep_checkpoints]
     print("seed_spread:", " ".join(command), flush=True)
     subprocess.run(command, cwd=REPO_ROOT, check=True)
 
@@ -128,6 +131,7 @@ def main():
     parser.add_argument("--dropout", default="0.1", help="comma-separated rates, e.g. 0.1,0")
     parser.add_argument("--out", default=os.path.join("out", "seed_spread"))
     parser.add_argument("--report_only", action="store_true", help="print the table of the finished runs")
+    add_keep_checkpoints_flag(parser)
     args = parser.parse_args()
     try:
         dropouts = [float(v) for v in args.dropout.split(",")]
@@ -140,7 +144,7 @@ def main():
     if not args.report_only:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             for dropout in dropouts:
-                run_one(budget, run_dir(args.out, args.task, dropout, seed), dropout, seed)
+                run_one(budget, run_dir(args.out, args.task, dropout, seed), dropout, seed, args.keep_checkpoints)
     report(args.out, args.task, budget, dropouts)
 
 

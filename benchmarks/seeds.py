@@ -4,7 +4,8 @@ One short fine-tuning run is one draw (at 94 CoNLL steps the entity F1 moves by 
 GLUE, NER and SQuAD benchmarks run `--seeds` seeds by default, `--seed`, `--seed + 1`, ...; each seed draws the
 head, the batch order and the dropout masks on both sides. A seed's run lives in `<out>/seed-<seed>` (in `<out>`
 itself with `--seeds=1`) and is skipped once its `results.json` exists, so a killed benchmark goes on from the
-seed it was in.
+seed it was in. Once a seed has its `results.json`, its checkpoints are deleted (`benchmarks/cleanup.py`) unless
+`--keep_checkpoints`.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import shutil
 
 import numpy as np
 
+from benchmarks.cleanup import remove_checkpoints
 from benchmarks.resumable import read_json
 
 
@@ -29,16 +31,18 @@ def check_seed_flags(parser, args):
         parser.error(f"--seeds must be at least 1, got {args.seeds}")
 
 
-def over_seeds(args, work, run_seed, resumes=False):
+def over_seeds(args, work, run_seed, resumes=False, checkpoints=None):
     """Runs one benchmark per seed, skipping the seeds that have results.
 
     Args:
-        args: the parsed flags (`seed`, `seeds`).
+        args: the parsed flags (`seed`, `seeds`; `keep_checkpoints` with `checkpoints`).
         work: the benchmark's work directory.
         run_seed: `run_seed(seed_args, seed_work)` runs one seed (its flags with `seed` set) and writes
             `<seed_work>/results.json` (`resumable.write_results`).
         resumes: the benchmark resumes a killed run in its work directory; otherwise a seed directory left without
             results by a killed run starts over.
+        checkpoints: where a seed's run keeps its checkpoints: `cleanup.remove_checkpoints`' keyword arguments,
+            paths relative to the seed's directory; deleted once it has results, unless `args.keep_checkpoints`.
 
     Returns:
         list of `(seed, results dict)`, in seed order.
@@ -53,7 +57,9 @@ def over_seeds(args, work, run_seed, resumes=False):
             if args.seeds > 1 and os.path.isdir(seed_work) and not resumes:
                 shutil.rmtree(seed_work)  # our own seed directory, left by a killed run that cannot resume
             run_seed(argparse.Namespace(**{**vars(args), "seed": seed}), seed_work)
-        done.append((seed, read_json(path)))
+        done.append((seed, read_json(path)))  # (raises without results: the checkpoints stay for a resume)
+        if checkpoints is not None and not args.keep_checkpoints:
+            remove_checkpoints(seed_work, **checkpoints)
     return done
 
 

@@ -33,7 +33,8 @@ default, `benchmarks/seeds.py`) each side's mean and spread and the difference w
 
 A full-split run takes hours on a small CPU (v1.1: ~45 min ours, ~2.4 h the peer, on 2 cores; three seeds
 about three times that; `--seeds=1` for one draw), so it resumes: run the same command with the same `--out` and
-each side goes on from its last checkpoint (every 50 steps), or reuses its results if it had finished. `--out`
+each side goes on from its last checkpoint (every 50 steps), or reuses its results if it had finished; a seed's
+checkpoints are deleted once it has its `results.json`, unless `--keep_checkpoints`. `--out`
 remembers the flags in `benchmark.json`; a rerun with other flags is an error naming the first that differs.
 After a resume, a side's rate is that of its last run.
 """
@@ -57,6 +58,10 @@ DATA_FILES = {"1.1": os.path.join("squad", "v1.1", "dev-v1.1.json"),
               "2.0": os.path.join("squad", "v2.0", "cs224n-dev-half-v2.0.json")}
 DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 128, 64, 20, 30
 CHECKPOINT_STEPS = 50
+# What a seed's run resumes from, deleted once it has results (`over_seeds`): our model_dir's checkpoints and
+# weights, the start checkpoint's weights and the peer's training state.
+CHECKPOINTS = {"model_dirs": ("ours",), "weights": ("ours", "start"),
+               "torch_states": (os.path.join("pytorch", "state.pt"),)}
 
 
 def _first_questions(articles, limit):
@@ -172,7 +177,6 @@ def run_pytorch(paths, eval_data, args, work):
                        version=args.version)
     with open(results_path, "w", encoding="utf-8") as f:
         json.dump({"metrics": metrics, "steady_examples_per_second": rate, "seconds": seconds}, f, indent=2)
-    os.remove(os.path.join(work, "pytorch", "state.pt"))  # the results stand for it now
     return metrics, rate, seconds
 
 
@@ -227,7 +231,8 @@ def main():
     check_finetune_flags(parser, args)
 
     work = args.out or tempfile.mkdtemp(prefix="squad_bench_")
-    print_over_seeds(over_seeds(args, work, run_seed, resumes=True), metric_keys(args.version))
+    print_over_seeds(over_seeds(args, work, run_seed, resumes=True, checkpoints=CHECKPOINTS),
+                     metric_keys(args.version))
 
 
 if __name__ == "__main__":

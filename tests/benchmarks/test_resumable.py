@@ -20,3 +20,11 @@ def test_a_flag_ignored_now_is_not_compared_with_the_recorded_run(tmp_path):
     check_same_flags(str(tmp_path), argparse.Namespace(out="a", seeds=5, tasks="MRPC"), ignore=("out", "seeds"))
     with pytest.raises(ValueError, match="--seeds"):
         check_same_flags(str(tmp_path), argparse.Namespace(out="a", seeds=5, tasks="MRPC"), ignore=("out",))
+
+
+def test_keep_checkpoints_may_change_between_a_run_and_its_resume(tmp_path):
+    """--keep_checkpoints says what happens after the run, not what the run is."""
+    check_same_flags(str(tmp_path), argparse.Namespace(out="a", keep_checkpoints=True, tasks="MRPC"))
+    check_same_flags(str(tmp_path), argparse.Namespace(out="a", keep_checkpoints=False, tasks="MRPC"))
+    with pytest.raises(ValueError, match="--tasks"):
+        check_same_flags(str(tmp_path), argparse.Namespace(out="a", keep_checkpoints=False, tasks="SST-2"))
