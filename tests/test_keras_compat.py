@@ -63,6 +63,7 @@ def test_an_absent_package_is_not_reported(monkeypatch):
     assert keras_compat.unchecked_versions_message() is None
 
 
+@pytest.mark.slow
 def test_the_library_warns_once_per_process_on_an_unchecked_keras():
     _, stderr = _run_script("""
         import importlib.metadata
@@ -97,6 +98,7 @@ def test_a_built_layer_swaps_a_variable_and_is_locked_again():
 # --- models: the TF trainer's symbolic build -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_symbolic_build_under_a_strategy_sees_one_replicas_share_of_the_first_batch():
     # With Keras' own build the sample batch is the replicas' mean, rows 0-1 averaged with rows 2-3.
     stdout, _ = _run_script("""

@@ -113,6 +113,7 @@ def test_adamw_updates_each_variable_in_one_xla_kernel_and_a_distributed_one_op_
         np.testing.assert_allclose(ours, op_by_op, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's fused update")
 def test_a_second_model_in_the_same_process_trains_after_the_first_is_gone():
     """The fused update's compiled function is shared: it must not hold on to the first model's variables."""

@@ -94,6 +94,7 @@ def _close(ours, theirs):
     np.testing.assert_allclose(ours, theirs, atol=TOLERANCE, rtol=0)
 
 
+@pytest.mark.slow
 def test_encoder_equals_transformers_and_saves_back(family, tmp_path):
     name, models, inputs = family
     reference, directory = models["Model"]

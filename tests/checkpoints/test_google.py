@@ -47,6 +47,7 @@ def test_names_follow_the_original_bert_checkpoints(minilm):
     assert len(names) == 5 + 6 * 16 + 2
 
 
+@pytest.mark.slow
 def test_google_checkpoint_loads_to_the_same_outputs(minilm, minilm_dir, shared_data, tmp_path):
     encoder, _ = minilm
     google_dir = _google_dir(tmp_path, minilm_dir, _google_tensors_with_optimizer_state(encoder))

@@ -43,6 +43,7 @@ def test_minilm_matches_transformers_outputs(minilm, reference, name):
     np.testing.assert_allclose(embedding, reference[f"{name}_sentence_embedding"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_saved_directory_loads_in_transformers_with_equal_outputs(minilm, reference, tmp_path):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")

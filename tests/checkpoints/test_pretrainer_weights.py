@@ -107,6 +107,7 @@ def test_head_with_a_wrong_shape_names_the_variable(hf_pretraining_dir, tmp_path
         load_pretrainer_weights(pretrainer_for(tmp_path), tmp_path)
 
 
+@pytest.mark.slow
 def test_checkpoint_without_heads_starts_them_fresh(minilm_dir, caplog):
     from official_bert.checkpoints import load_encoder
 

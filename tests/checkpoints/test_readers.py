@@ -57,6 +57,7 @@ def test_a_missing_shard_or_broken_index_is_named(minilm_dir, tmp_path):
         open_checkpoint(tmp_path)
 
 
+@pytest.mark.slow
 def test_the_cli_reports_a_truncated_checkpoint_as_one_line(minilm_dir, shared_data, tmp_path):
     directory = _corrupt_copy(minilm_dir, tmp_path, "truncated")
     model_dir = tmp_path / "run"

@@ -138,6 +138,7 @@ def spiece_model(shared_data, tmp_path_factory):
     return path / "spiece.model"
 
 
+@pytest.mark.slow
 def test_spiece_model_pretraining_data_tokenizes_as_albert_and_masks_whole_words(spiece_model, shared_data, tmp_path):
     """ALBERT's own data: sentences tokenized as AlbertTokenizerFast, whole words by ALBERT's start-piece rule,
     n-gram spans and sentence order by their statistics; the writer takes the spiece.model as its vocab."""

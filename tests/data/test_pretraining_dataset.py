@@ -183,6 +183,7 @@ def text_file(squad_text, tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("whole_word", [False, True])
 def test_dynamic_masking_statistics_match_the_recipe(text_file, tokenizer, vocab, whole_word):
     dataset = dynamic_masking_dataset(text_file, tokenizer, 64, MAX_SEQ, MAX_PRED, PROB, is_training=True, seed=3,
@@ -203,6 +204,7 @@ def test_dynamic_masking_statistics_match_the_recipe(text_file, tokenizer, vocab
     _within(c["random_token"], c["predictions"], 0.1 * (1 - 2 / v))
 
 
+@pytest.mark.slow
 def test_dynamic_masking_gives_fresh_masks_each_epoch(squad_text, tokenizer, vocab, tmp_path):
     """Two short sentences per document, no short targets: every chunk splits A|B the same way, so the
     not-random pairs recur every epoch (in a new order) and their masks can be compared."""

@@ -51,6 +51,7 @@ def _rows_by_example(features):
     return rows
 
 
+@pytest.mark.slow
 def test_pieces_and_offsets_equal_hf_tokenizer_fast_on_the_whole_dev_set(dev_v1, dev_features, hf_tokenizer):
     """HF with `stride=128` (an overlap) cuts other windows than the original's doc_stride (a step); each
     example's context pieces, put back together from the windows of each, must be the same pieces with the
@@ -181,6 +182,7 @@ def tiny_tokenizer():
     return BertTokenizer(vocab=VOCAB, lower_case=True)
 
 
+@pytest.mark.slow
 def test_window_layout_type_ids_spans_and_question_truncation(tiny_tokenizer):
     context = "The  cat sat on the mat. The dog ran."  # 11 pieces
     example = SquadExample("q", "Who sat on the mat ?", context, [{"text": "dog", "answer_start": 29}])

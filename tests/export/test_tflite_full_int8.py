@@ -9,6 +9,8 @@ import pytest
 
 from export import tflite
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def mrpc_pairs(shared_data, tmp_path_factory):

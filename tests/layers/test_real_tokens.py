@@ -70,6 +70,7 @@ def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
     np.testing.assert_allclose(got, expected, atol=2e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     keras.utils.set_random_seed(2)
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_classes=2)

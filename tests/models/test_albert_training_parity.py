@@ -11,6 +11,8 @@ from official_bert.optimization import create_optimizer
 
 from hf_pretraining import torch_adamw
 
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 

@@ -32,6 +32,7 @@ def test_outputs_follow_the_tf_hub_contract(tiny_config):
     np.testing.assert_allclose(outputs["embedding_output"], embedding, atol=1e-6)  # the first layer's input
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset,expected", [("bert_base_uncased", 109_482_240), ("bert_large_uncased", 335_141_888)])
 def test_parameter_counts_match_bert(preset, expected):
     assert BertEncoder(BertConfig.from_preset(preset)).count_params() == expected

@@ -58,6 +58,7 @@ def minilm_pair(shared_data, tmp_path_factory):
     return torch, reference, model
 
 
+@pytest.mark.slow
 def test_logits_and_loss_equal_transformers_bert_for_multiple_choice_on_real_weights(minilm_pair, swag_pairs):
     torch, reference, model = minilm_pair
     inputs, labels = swag_pairs

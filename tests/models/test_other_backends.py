@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow
+
 _BLOCK_TENSORFLOW = "import sys\nsys.modules['tensorflow'] = None  # any `import tensorflow` now fails\n"
 
 

@@ -95,6 +95,7 @@ def _write_records(path, count=32, seq=16, predictions=4, seed=0):
     return path
 
 
+@pytest.mark.slow
 def test_masked_lm_only_run_records_its_objective_and_its_weights_load_everywhere(tmp_path):
     from official_bert import model_dir as model_dirs
     from official_bert.runner import RunConfig, run

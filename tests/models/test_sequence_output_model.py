@@ -9,6 +9,8 @@ import pytest
 from official_bert import BertEncoder
 from official_bert.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 
+pytestmark = pytest.mark.slow
+
 TASK_MODELS = {
     "token_classifier": (lambda encoder: BertTokenClassifier(encoder, num_labels=3),
                          np.ones((2, 7), np.int32)),

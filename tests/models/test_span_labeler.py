@@ -96,6 +96,7 @@ def test_head_of_the_wrong_shape_is_an_error_naming_it(tiny_config, tmp_path):
         load_task_weights(model.encoder, head_specs(model), str(tmp_path), optional_pooler=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("real_tokens", [False, True])
 def test_fine_tuning_steps_equal_hugging_face_with_torch_adamw(tiny_config, tmp_path, real_tokens):
     """Our compiled training step (loss, AdamW with decay exclusions, warmup + linear decay, global-norm clipping)

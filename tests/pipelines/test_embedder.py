@@ -19,6 +19,7 @@ def reference(shared_data):
     return inputs, np.load(shared_data / "reference" / "minilm_reference.npz")
 
 
+@pytest.mark.slow
 def test_single_texts_equal_the_reference(embedder, reference):
     inputs, ref = reference
     vectors = embedder(inputs["sst2_texts"])

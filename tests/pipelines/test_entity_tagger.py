@@ -35,6 +35,7 @@ def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
     assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
 
 
+@pytest.mark.slow
 def test_entity_spans_equal_hugging_face_word_offsets_around_deleted_characters(always_b_per_tagger):
     # Zero-width space, BOM, direction mark, soft hyphen and (uncased) accents that the normalizer deletes
     # belong to no entity unless inside it, as in Hugging Face `tokenizers`' offsets.

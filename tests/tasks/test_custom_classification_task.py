@@ -7,12 +7,15 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from export.saved_model import export
 from official_bert.data.glue_tasks import Column, GlueTask, TsvLayout
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
+
+pytestmark = pytest.mark.slow
 
 LABELS = ("bad", "meh", "good")
 WORDS = {"bad": "awful dull broken", "meh": "fine okay average", "good": "great lovely superb"}

@@ -30,6 +30,7 @@ def albert_dir(shared_data, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_albert_directory_gets_the_sentencepiece_preprocessor(albert_dir, shared_data):
     transformers = pytest.importorskip("transformers")
     preprocessor = load_preprocessor(albert_dir, SEQ_LENGTH)
@@ -54,6 +55,7 @@ def test_albert_directory_without_spiece_model_is_named(albert_dir, tmp_path):
         load_preprocessor(tmp_path, SEQ_LENGTH)
 
 
+@pytest.mark.slow
 def test_spiece_model_file_helpers(albert_dir, tmp_path):
     from official_bert.text.preprocessing import (SentencepieceVocab, text_preprocessor, tokenizer_from_files,
                                                   write_tokenizer_files)

@@ -76,6 +76,7 @@ def test_graph_uses_only_serving_safe_ops(preprocessor):
         assert ops - ALLOWED_OPS == set()
 
 
+@pytest.mark.slow
 def test_saved_model_reloads_in_fresh_process(preprocessor, texts, tmp_path):
     first, second = texts
     tf.saved_model.save(preprocessor, str(tmp_path / "model"))

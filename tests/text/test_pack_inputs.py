@@ -40,6 +40,7 @@ def test_single_segments_equal_reference(tokenizer, tokenizer_json, shared_data,
     np.testing.assert_array_equal(packed["input_type_ids"].numpy(), [e.type_ids for e in expected])
 
 
+@pytest.mark.slow
 def test_truncation_equals_reference_on_all_small_lengths(tokenizer_json):
     """Every (len_a, len_b) up to 20 and every budget up to 20, against tokenizers itself."""
     lengths = [(a, b) for a in range(21) for b in range(21)]

@@ -7,6 +7,7 @@ from official_bert.text import BertTokenizer
 import text_corpora as corpora
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
 def test_real_corpus_ids_equal_reference(tokenizer, shared_data, tokenizer_json, corpus):
     texts = corpora.REAL_CORPORA[corpus](shared_data)
@@ -65,6 +66,7 @@ def cased(vocab_file):
             corpora.reference_tokenizer(vocab_file=vocab_file, special_tokens_as_text=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
 def test_real_corpus_offsets_equal_reference(tokenizer, reference, shared_data, corpus):
     texts = corpora.REAL_CORPORA[corpus](shared_data)

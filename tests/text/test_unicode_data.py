@@ -8,11 +8,13 @@ from official_bert.text import normalizer_model, unicode_data
 import regenerate_unicode_data
 
 
+@pytest.mark.slow
 def test_shipped_tables_equal_fresh_measurement():
     pytest.importorskip("tokenizers")
     assert regenerate_unicode_data.measure() == unicode_data.load_raw()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lower_case", [True, False])
 def test_compiled_normalizer_maps_every_code_point(tokenizer, lower_case):
     mapping, unfixable = unicode_data.normalizer_table(lower_case, tokenizer.get_vocab())
