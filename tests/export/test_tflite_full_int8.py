@@ -47,7 +47,10 @@ def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
     texts, second = (np.array([example[i] for example in examples[:8]], object) for i in (0, 1))
     lite = tflite.interpreter(full).get_signature_runner("serving_default")(text=texts, text_b=second)
     reference = tflite.interpreter(plain).get_signature_runner("serving_default")(text=texts, text_b=second)
-    np.testing.assert_allclose(lite["probabilities"], reference["probabilities"], atol=0.1)  # (a random tiny model)
+    # The bound holds for any random tiny classifier, not only this one: over 20 of them (seeds 1-20, two
+    # byte-identical conversions each) the largest difference was 0.230, mean 0.051, sd 0.049, and 0.25 is about
+    # mean + 4 sd (`python -m benchmarks.full_int8_spread`). This model's (seed 1) is 0.064.
+    np.testing.assert_allclose(lite["probabilities"], reference["probabilities"], atol=0.25)
     np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
 
 
