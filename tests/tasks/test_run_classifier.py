@@ -1,4 +1,6 @@
-"""tasks.run_classifier end to end through the CLI, with a tiny model: train, evaluate, predict, resume."""
+"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict, resume. The command line, its
+refusal, a killed process and multi-worker runs go through the CLI; the other runs go through the runner
+in-process (the same `RunConfig` the CLI builds from its flags)."""
 
 import json
 import os
@@ -11,7 +13,9 @@ import time
 
 import h5py
 import numpy as np
+import pytest
 
+pytestmark = pytest.mark.slow
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -29,6 +33,16 @@ def _run(command):
     return result
 
 
+def _run_in_process(data_dir, checkpoint, model_dir, task="MRPC", **settings):
+    """The runner, in-process, with `_command`'s settings unless `settings` replace them."""
+    from official_bert.runner import RunConfig, run
+    from official_bert.tasks.classification import ClassificationTask
+
+    config = RunConfig(**{"init_checkpoint": str(checkpoint), "model_dir": str(model_dir), "max_seq_length": 32,
+                          "train_batch_size": 8, "eval_batch_size": 128, **settings})
+    return run(ClassificationTask(task, data_dir=str(data_dir)), config)
+
+
 def _weights(model_dir):
     values = []
     with h5py.File(model_dir / "model.weights.h5", "r") as f:
@@ -36,9 +50,15 @@ def _weights(model_dir):
     return dict(values)
 
 
-def test_train_evaluate_predict(shared_data, tiny_checkpoint, tmp_path):
-    model_dir = tmp_path / "mrpc"
-    result = _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=3", "--do_predict"))
+@pytest.fixture(scope="module")
+def mrpc_run(shared_data, tiny_checkpoint, tmp_path_factory):
+    """One CLI run that trains 3 steps, evaluates and predicts: (model_dir, its CompletedProcess)."""
+    model_dir = tmp_path_factory.mktemp("cli") / "mrpc"
+    return model_dir, _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=3", "--do_predict"))
+
+
+def test_train_evaluate_predict(shared_data, mrpc_run, tmp_path):
+    model_dir, result = mrpc_run
     results = json.loads((model_dir / "eval_results.json").read_text())
     assert results["num_examples"] == 408
     assert 0.0 <= results["accuracy"] <= 1.0 and 0.0 <= results["f1"] <= 1.0
@@ -51,12 +71,12 @@ def test_train_evaluate_predict(shared_data, tiny_checkpoint, tmp_path):
     assert rows[0] == "index\tprediction" and len(rows) == 1 + 1725
     assert {row.split("\t")[1] for row in rows[1:]} <= {"0", "1"}
     # The model_dir is a valid --init_checkpoint for a next run (our own checkpoints).
-    _run(_command(shared_data, model_dir, tmp_path / "again", "--num_train_steps=1", "--do_eval=false"))
+    _run_in_process(shared_data / "glue" / "MRPC", model_dir, tmp_path / "again", num_train_steps=1, do_eval=False)
+    assert (tmp_path / "again" / "model.weights.h5").is_file()
 
 
-def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, tmp_path):
-    model_dir = tmp_path / "run"
-    _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=1", "--do_eval=false"))
+def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, mrpc_run):
+    model_dir = mrpc_run[0]  # trained with --max_seq_length=32
     result = subprocess.run(_command(shared_data, tiny_checkpoint, model_dir, "--max_seq_length=48"), cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 2
@@ -65,10 +85,22 @@ def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_chec
         f"--overwrite to start over there, or use another --model_dir")
 
 
-def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp_path):
+@pytest.fixture
+def op_determinism_restored():
+    """--deterministic in-process turns TensorFlow's op determinism on for the process: off again afterwards."""
+    from tensorflow.python.framework import config
+
+    enabled = config.is_op_determinism_enabled()
+    yield
+    if not enabled:
+        config.disable_op_determinism()
+
+
+def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp_path, op_determinism_restored):
     steps = ["--num_train_steps=8", "--checkpoint_steps=1", "--deterministic"]  # exact resume: docs/classification.md
     unbroken = tmp_path / "unbroken"
-    _run(_command(shared_data, tiny_checkpoint, unbroken, *steps))
+    _run_in_process(shared_data / "glue" / "MRPC", tiny_checkpoint, unbroken, num_train_steps=8, checkpoint_steps=1,
+                    deterministic=True)
 
     killed = tmp_path / "killed"
     process = subprocess.Popen(_command(shared_data, tiny_checkpoint, killed, *steps), cwd=REPO_ROOT,
@@ -80,7 +112,8 @@ def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (killed / "model.weights.h5").exists(), "the run finished before it could be killed"
-    _run(_command(shared_data, tiny_checkpoint, killed, *steps))
+    _run_in_process(shared_data / "glue" / "MRPC", tiny_checkpoint, killed, num_train_steps=8, checkpoint_steps=1,
+                    deterministic=True)
 
     a, b = _weights(unbroken), _weights(killed)
     assert a.keys() == b.keys()
@@ -109,10 +142,9 @@ def test_regression_with_mirrored_strategy_and_bfloat16(tiny_checkpoint, tmp_pat
             ("he is reading a book .", "she is eating soup .", 1.0)] * 3
     _write_stsb(tmp_path / "stsb", rows)
     model_dir = tmp_path / "run"
-    _run([sys.executable, "-m", "tasks.run_classifier", "--task=STS-B", f"--data_dir={tmp_path / 'stsb'}",
-          f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={model_dir}", "--max_seq_length=24",
-          "--train_batch_size=4", "--num_train_steps=3", "--distribution_strategy=mirrored",
-          "--mixed_precision=bfloat16"])
+    _run_in_process(tmp_path / "stsb", tiny_checkpoint, model_dir, task="STS-B", max_seq_length=24,
+                    train_batch_size=4, eval_batch_size=64, num_train_steps=3, distribution_strategy="mirrored",
+                    mixed_precision="bfloat16")
     results = json.loads((model_dir / "eval_results.json").read_text())
     assert set(results) == {"pearson", "spearman", "num_examples"} and results["num_examples"] == 18
     assert -1.0 <= results["pearson"] <= 1.0
