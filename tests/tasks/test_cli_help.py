@@ -1,4 +1,7 @@
-"""`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py."""
+"""`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py.
+
+One process imports TensorFlow once and forks a child per entry point that runs it as `python -m <module> --help`
+does (`runpy`, as `__main__`); one real `python -m` run shows that the two print the same."""
 
 import os
 import pathlib
@@ -11,6 +14,8 @@ import pytest
 from tasks.common import RUN_FLAGS
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.slow
 ENTRY_POINTS = ["tasks.run_classifier", "tasks.run_ner", "tasks.run_squad", "tasks.run_multiple_choice",
                 "tasks.run_pretraining", "tasks.create_pretraining_data", "tasks.extract_features", "tasks.distill",
                 "tasks.prune", "export.saved_model", "export.tflite", "export.predict"]
@@ -20,6 +25,34 @@ SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_propo
                                                 "train_on_real_tokens"},
                      "tasks.run_multiple_choice": {"train_on_real_tokens"},
                      "tasks.distill": DISTILLATION_SKIPS, "tasks.prune": DISTILLATION_SKIPS}
+# A child per module: stdout and stderr into <dir>/<module>.out and .err, the exit status into .rc.
+_FORKED_HELP = """
+import os, runpy, sys
+import official_bert  # TensorFlow, once
+out = sys.argv[1]
+for module in sys.argv[2:]:
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        with open(f"{out}/{module}.out", "w") as stdout, open(f"{out}/{module}.err", "w") as stderr:
+            os.dup2(stdout.fileno(), 1)
+            os.dup2(stderr.fileno(), 2)
+            sys.argv = [module, "--help"]
+            try:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            except SystemExit as exit:
+                code = exit.code if isinstance(exit.code, int) else 1
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+                code = 3
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    status = os.waitpid(pid, 0)[1]
+    with open(f"{out}/{module}.rc", "w") as f:
+        f.write(str(os.waitstatus_to_exitcode(status)))
+"""
 ABSL_FLAGS = {"flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "verbosity", "logtostderr",
               "only_check_args", "pdb", "pdb_post_mortem", "run_with_pdb", "use_cprofile_for_profiling"}
 
@@ -32,10 +65,34 @@ def _expected_flags(module):
     return own, run
 
 
+def _env():
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+@pytest.fixture(scope="module")
+def helps(tmp_path_factory):
+    """module -> (stdout, stderr, exit status) of `--help`, each entry point in a child of one process."""
+    out = tmp_path_factory.mktemp("help")
+    result = subprocess.run([sys.executable, "-c", _FORKED_HELP, str(out), *ENTRY_POINTS], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300, env=_env())
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {module: subprocess.CompletedProcess(module, int((out / f"{module}.rc").read_text()),
+                                                (out / f"{module}.out").read_text(),
+                                                (out / f"{module}.err").read_text())
+            for module in ENTRY_POINTS}
+
+
+def test_a_forked_help_is_the_command_lines_help(helps):
+    result = subprocess.run([sys.executable, "-m", "tasks.run_classifier", "--help"], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300, env=_env())
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    forked = helps["tasks.run_classifier"]
+    assert (forked.returncode, forked.stdout) == (result.returncode, result.stdout)
+
+
 @pytest.mark.parametrize("module", ENTRY_POINTS)
-def test_help_lists_the_entry_points_own_and_run_flags(module):
-    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+def test_help_lists_the_entry_points_own_and_run_flags(module, helps):
+    result = helps[module]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]  # absl's --help exits with status 1
     listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", result.stdout, re.MULTILINE))
     own, run = _expected_flags(module)
