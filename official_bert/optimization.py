@@ -163,7 +163,7 @@ def _fused_adamw_kernel():
     given the variables themselves holds on to the first model's and fails on the next one's."""
     import tensorflow as tf
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon):
         m_next = m + (gradient - m) * (1 - beta_1)
         v_next = v + (tf.square(gradient) - v) * (1 - beta_2)

@@ -33,6 +33,7 @@ def classification_dataset(text_a, text_b, labels, preprocessor, batch_size, is_
     dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each start
     def pack(batch):
         texts = [batch["text_a"]] + ([batch["text_b"]] if "text_b" in batch else [])
         inputs, _ = preprocessor.pack(texts)

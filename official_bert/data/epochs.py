@@ -30,10 +30,12 @@ def repeat_shuffled(elements, seed):
     tensors = tf.nest.map_structure(tf.convert_to_tensor, elements)
     size = tf.shape(tf.nest.flatten(tensors)[0], out_type=tf.int64)[0]
 
+    @tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each start
     def epoch_order(number):  # (rows,) int64: epoch `number`'s permutation
         key = tf.stack([tf.constant(seed, tf.int64), number])
         return tf.data.Dataset.from_tensor_slices(tf.random.experimental.stateless_shuffle(tf.range(size), key))
 
+    @tf.autograph.experimental.do_not_convert
     def row(index):
         return tf.nest.map_structure(lambda values: tf.gather(values, index), tensors)
 

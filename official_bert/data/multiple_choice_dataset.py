@@ -78,6 +78,7 @@ def multiple_choice_dataset(contexts, choices, labels, preprocessor, batch_size,
     dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each start
     def pack(batch):
         inputs, _ = pack_choices(preprocessor, batch["context"], batch["choices"])
         if is_training:

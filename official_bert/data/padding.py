@@ -63,6 +63,7 @@ def trim_batch_padding(dataset: tf.data.Dataset, multiple: int = XLA_LENGTH_MULT
     if multiple < 1:
         raise ValueError(f"multiple must be a positive number of pieces, got {multiple}")
 
+    @tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each start
     def trim(inputs, labels=None):
         inputs, length = trim_inputs(inputs, multiple)  # (batch, length) each
         if labels is None:

@@ -79,11 +79,11 @@ def _gelu_kernels(approximate):
     """A `tf.custom_gradient` GELU whose forward and gradient are `jit_compile` functions."""
     import tensorflow as tf
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def forward(x):  # any shape, any float dtype
         return tf.cast(gelu_value(tf.cast(x, tf.float32), approximate), x.dtype)
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def backward(x, upstream):  # the GELU's slope at x times upstream, in x's dtype
         slope = gelu_slope(tf.cast(x, tf.float32), approximate)
         return tf.cast(tf.cast(upstream, tf.float32) * slope, x.dtype)
@@ -105,11 +105,11 @@ def _layer_norm_kernels():
         inverse_std = tf.math.rsqrt(tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
         return centered * inverse_std, inverse_std
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def forward(x, gamma, beta, epsilon):  # x (..., width); gamma, beta (width,)
         return normalized(x, epsilon)[0] * gamma + beta
 
-    @tf.function(jit_compile=True, reduce_retracing=True)
+    @tf.function(jit_compile=True, reduce_retracing=True, autograph=False)
     def backward(x, gamma, upstream, epsilon):  # recomputes the statistics from x: nothing saved but x
         x_hat, inverse_std = normalized(x, epsilon)
         upstream_hat = upstream * gamma  # the gradient at x_hat
