@@ -1,8 +1,10 @@
 """tasks.run_pretraining end to end through the CLI with a tiny model: train, evaluate, resume after SIGKILL,
 MirroredStrategy over two logical CPUs equal to one device, MultiWorkerMirroredStrategy with two processes,
-dynamic masking from raw text."""
+dynamic masking from raw text. Runs that prove nothing more through a new process (a resume after the kill,
+dynamic masking, a bad glob) go through the runner in-process, with the task and settings the CLI builds."""
 
 import json
+import logging
 import os
 import re
 import signal
@@ -16,6 +18,8 @@ import pytest
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +44,23 @@ def _args(corpus, model_dir, *extra, config="config.json"):
             "--log_steps=1", *extra]
 
 
-def _run(args, env=None):
-    result = subprocess.run([sys.executable, "-m", "tasks.run_pretraining", *args], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=600, env=env)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+def _run_in_process(config, **task_settings):
+    """`tasks.run_pretraining`'s task and run, in-process: `config` is `RunConfig` fields (the entry point's own
+    defaults unless given), `task_settings` the task's."""
+    from official_bert.runner import RunConfig, run
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    defaults = dict(learning_rate=1e-4, eval_batch_size=32, num_train_steps=100000, checkpoint_steps=1000,
+                    do_eval=False, do_predict=False)
+    return run(PretrainingTask(**task_settings), RunConfig(**{**defaults, **config}))
+
+
+def _in_process_settings(corpus, model_dir, config="config.json", **extra):
+    """`_args`'s flags as (RunConfig fields, task settings), less `--input_files`."""
+    return ({"model_dir": str(model_dir), "train_batch_size": 8, "max_seq_length": SEQ, "learning_rate": 1e-2,
+             **extra},
+            {"bert_config_file": str(corpus / config), "max_predictions_per_seq": PREDICTIONS, "num_warmup_steps": 2,
+             "log_steps": 1})
 
 
 def _step_losses(log):
@@ -139,7 +155,7 @@ def test_mirrored_over_two_cpus_gives_the_loss_of_one_device(reference_runs):
         assert two[key] == pytest.approx(one[key], abs=1e-5), key
 
 
-def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path):
+def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path, caplog):
     command, env = _two_cpus(corpus, tmp_path, "one_device")
     killed = tmp_path / "one_device"
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -151,10 +167,13 @@ def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not (killed / "pretrainer").exists(), "the run finished before it could be killed"
-    resumed = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resumed from" in resumed.stderr
-    assert min(step for step, _ in _step_losses(resumed.stderr)) > 3, "the resumed run started over"
+    caplog.set_level(logging.INFO)
+    config, task = _in_process_settings(corpus, killed, "config_no_dropout.json", num_train_steps=8,
+                                        checkpoint_steps=1, do_eval=True, eval_batch_size=8)
+    _run_in_process(config, input_files=str(corpus / "train-*.tfrecord"), eval_files=str(corpus / "eval.tfrecord"),
+                    **task)
+    assert "Resumed from" in caplog.text
+    assert min(step for step, _ in _step_losses(caplog.text)) > 3, "the resumed run started over"
     unbroken = reference_runs[0] / "one_device"
     a, b = _tensors(unbroken / "pretrainer"), _tensors(killed / "pretrainer")
     assert a.keys() == b.keys()
@@ -212,7 +231,7 @@ def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus,
     assert not [p for p in (tmp_path / "tmp1").iterdir() if p.name.startswith("official_bert_worker_")]
 
 
-def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, tiny_checkpoint, tmp_path):
+def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, tiny_checkpoint, tmp_path, caplog):
     """Raw text, masked on the fly, into an HF BertModel directory (no heads: they start fresh)."""
     with open(shared_data / "squad" / "v1.1" / "dev-v1.1.json", encoding="utf-8") as f:
         articles = json.load(f)["data"][:2]
@@ -223,11 +242,12 @@ def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, ti
     text = tmp_path / "corpus.txt"
     text.write_text("\n".join(lines), encoding="utf-8")
     model_dir = tmp_path / "run"
-    result = _run([f"--text_files={text}", f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={model_dir}",
-                   "--train_batch_size=8", "--max_seq_length=64", "--max_predictions_per_seq=10",
-                   "--num_train_steps=2", "--num_warmup_steps=1", "--log_steps=1", "--do_eval",
-                   f"--eval_files={text}", "--eval_batch_size=8", "--max_eval_steps=1"])
-    assert "masked-LM head freshly initialised, next-sentence head freshly initialised" in result.stderr
+    caplog.set_level(logging.INFO)
+    _run_in_process(dict(init_checkpoint=str(tiny_checkpoint), model_dir=str(model_dir), train_batch_size=8,
+                         max_seq_length=64, num_train_steps=2, do_eval=True, eval_batch_size=8),
+                    text_files=str(text), max_predictions_per_seq=10, num_warmup_steps=1, log_steps=1,
+                    eval_files=str(text), max_eval_steps=1)
+    assert "masked-LM head freshly initialised, next-sentence head freshly initialised" in caplog.text
     results = json.loads((model_dir / "eval_results.json").read_text())
     assert results["examples"] == 8 and results["masked_lm_predictions"] > 8
     assert (model_dir / "vocab.txt").read_text() == (tiny_checkpoint / "vocab.txt").read_text()
@@ -235,9 +255,7 @@ def test_dynamic_masking_from_text_files_continuing_a_checkpoint(shared_data, ti
 
 
 def test_a_glob_matching_nothing_is_an_error(corpus, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tasks.run_pretraining",
-                             *_args(corpus, tmp_path, "--num_train_steps=1"),
-                             f"--input_files={tmp_path / 'missing-*.tfrecord'}"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode != 0
-    assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in result.stderr
+    config, task = _in_process_settings(corpus, tmp_path, num_train_steps=1)
+    with pytest.raises(ValueError) as error:  # the CLI's one-line error, exit 2 (official_bert.cli.run_main)
+        _run_in_process(config, input_files=str(tmp_path / "missing-*.tfrecord"), **task)
+    assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in str(error.value)
