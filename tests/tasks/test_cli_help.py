@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from forked_commands import run_forked
 
 from tasks.common import RUN_FLAGS
 
@@ -25,34 +26,6 @@ SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_propo
                                                 "train_on_real_tokens"},
                      "tasks.run_multiple_choice": {"train_on_real_tokens"},
                      "tasks.distill": DISTILLATION_SKIPS, "tasks.prune": DISTILLATION_SKIPS}
-# A child per module: stdout and stderr into <dir>/<module>.out and .err, the exit status into .rc.
-_FORKED_HELP = """
-import os, runpy, sys
-import official_bert  # TensorFlow, once
-out = sys.argv[1]
-for module in sys.argv[2:]:
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        with open(f"{out}/{module}.out", "w") as stdout, open(f"{out}/{module}.err", "w") as stderr:
-            os.dup2(stdout.fileno(), 1)
-            os.dup2(stderr.fileno(), 2)
-            sys.argv = [module, "--help"]
-            try:
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
-            except SystemExit as exit:
-                code = exit.code if isinstance(exit.code, int) else 1
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-                code = 3
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-    status = os.waitpid(pid, 0)[1]
-    with open(f"{out}/{module}.rc", "w") as f:
-        f.write(str(os.waitstatus_to_exitcode(status)))
-"""
 ABSL_FLAGS = {"flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "verbosity", "logtostderr",
               "only_check_args", "pdb", "pdb_post_mortem", "run_with_pdb", "use_cprofile_for_profiling"}
 
@@ -71,15 +44,9 @@ def _env():
 
 @pytest.fixture(scope="module")
 def helps(tmp_path_factory):
-    """module -> (stdout, stderr, exit status) of `--help`, each entry point in a child of one process."""
-    out = tmp_path_factory.mktemp("help")
-    result = subprocess.run([sys.executable, "-c", _FORKED_HELP, str(out), *ENTRY_POINTS], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300, env=_env())
-    assert result.returncode == 0, result.stderr[-3000:]
-    return {module: subprocess.CompletedProcess(module, int((out / f"{module}.rc").read_text()),
-                                                (out / f"{module}.out").read_text(),
-                                                (out / f"{module}.err").read_text())
-            for module in ENTRY_POINTS}
+    """module -> CompletedProcess of `--help`, each entry point in a child of one process."""
+    results = run_forked([(module, ["--help"]) for module in ENTRY_POINTS], tmp_path_factory.mktemp("help"))
+    return dict(zip(ENTRY_POINTS, results))
 
 
 def test_a_forked_help_is_the_command_lines_help(helps):

@@ -1,16 +1,16 @@
 """tasks.extract_features on real text with all-MiniLM-L6-v2: Google's JSON-lines format, the npz form, pooling
-and layer combinations, equality with the encoder's own outputs, streaming, and bad input."""
+and layer combinations, equality with the encoder's own outputs, streaming, and bad input. The command lines
+run as children of one process (`forked_commands`): TensorFlow is imported once for all of them."""
 
 import json
-import pathlib
-import subprocess
-import sys
+import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from forked_commands import run_forked
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 TEXTS = [("Who was Jim Henson ?", "Jim Henson was a puppeteer"),
          ("The unaffable tokenizer meets Zürich's café.", None)]
 
@@ -19,9 +19,58 @@ def _lines():
     return "".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in TEXTS)
 
 
-def _run(*args):
-    return subprocess.run([sys.executable, "-m", "tasks.extract_features", *args], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=300)
+_BAD_INPUT = [
+    ("", "--layers=-1", "input.txt: the input file is empty"),
+    ("fine\nleft side ||| \n", "--layers=-1", "input.txt:2: the second text of the '|||' pair is empty"),
+    ("fine\n", "--layers=-1,x", "--layers=-1,x: expected comma-separated integers"),
+    ("fine\n", "--layers=-9", "--layers=-9: layer index -9 is out of range for a 6-layer model"),
+]
+_PROC = pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")
+_UNREADABLE = [
+    (b"fine\ncaf\xe9 au lait\n", "out.jsonl",
+     "{tmp}/input.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+    pytest.param(b"fine\n", "/proc/version", "--output_file=/proc/version cannot be written: ", marks=_PROC),
+    (b"fine\n", "notes.txt/out.jsonl",
+     "--output_file={tmp}/notes.txt/out.jsonl cannot be written: {tmp}/notes.txt is a file, not a folder"),
+]
+
+
+@pytest.fixture(scope="module")
+def runs(minilm_dir, tiny_checkpoint, tmp_path_factory):
+    """name -> (CompletedProcess, its directory) of every `python -m tasks.extract_features` command line here, each
+    run in a directory of its own holding its input.txt."""
+    from tests.tiny_families import roberta_directory
+
+    root = tmp_path_factory.mktemp("runs")
+    commands, directories = {}, {}
+
+    def add(name, content, *args):
+        directory = directories[name] = root / name
+        directory.mkdir()
+        source = directory / "input.txt"
+        source.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+        commands[name] = ("tasks.extract_features",
+                          [f"--input_file={source}", *[arg.format(tmp=directory) for arg in args]])
+
+    add("json_lines", _lines(), "--output_file={tmp}/features.jsonl", f"--init_checkpoint={minilm_dir}",
+        "--layers=-1,-2,-7", "--max_seq_length=64")
+    add("npz", _lines(), "--output_file={tmp}/features.npz", f"--init_checkpoint={minilm_dir}",
+        "--layers=-1,-2,-3,-4", "--pooling=mean", "--combine=concat")
+    for index, (content, flag, _) in enumerate(_BAD_INPUT):
+        add(f"bad{index}", content, "--output_file={tmp}/out.jsonl", f"--init_checkpoint={minilm_dir}", flag)
+    for index, case in enumerate(_UNREADABLE):
+        content, output, _ = case.values if hasattr(case, "values") else case
+        if output.startswith("/proc") and not os.path.isfile(output):
+            continue
+        add(f"unreadable{index}", content, f"--output_file={{tmp}}/{output}" if not output.startswith("/") else
+            f"--output_file={output}", f"--init_checkpoint={tiny_checkpoint}", "--layers=-1", "--max_seq_length=32")
+        (directories[f"unreadable{index}"] / "notes.txt").write_text("mine\n")
+    roberta = roberta_directory(root / "roberta", 514)  # 514 positions, pad id 1 (as roberta-base)
+    for seq_length in (512, 513, 514):
+        add(f"roberta{seq_length}", "abc def\n", "--output_file={tmp}/out.jsonl", f"--init_checkpoint={roberta}",
+            "--layers=-1", f"--max_seq_length={seq_length}")
+    results = run_forked(list(commands.values()), root)
+    return {name: (result, directories[name]) for name, result in zip(commands, results)}
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +94,9 @@ def _direct(extractor, text, text_b):
     return np.stack([layer.numpy()[0] for layer in layers]), inputs["input_word_ids"].numpy()[0]
 
 
-def test_json_lines_as_googles_equal_the_encoders_outputs(extractor, minilm_dir, tmp_path):
-    source, target = tmp_path / "input.txt", tmp_path / "features.jsonl"
-    source.write_text(_lines(), encoding="utf-8")
-    result = _run(f"--input_file={source}", f"--output_file={target}", f"--init_checkpoint={minilm_dir}",
-                  "--layers=-1,-2,-7", "--max_seq_length=64")
+def test_json_lines_as_googles_equal_the_encoders_outputs(extractor, runs):
+    result, directory = runs["json_lines"]
+    target = directory / "features.jsonl"
     assert result.returncode == 0, result.stderr[-3000:]
     rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     assert [row["linex_index"] for row in rows] == [0, 1] and all(set(row) == {"linex_index", "features"}
@@ -66,11 +113,9 @@ def test_json_lines_as_googles_equal_the_encoders_outputs(extractor, minilm_dir,
             np.testing.assert_allclose(values, layers[[6, 5, 0], position], atol=1e-5, rtol=0)
 
 
-def test_npz_mean_pooled_concatenation(extractor, minilm_dir, tmp_path):
-    source, target = tmp_path / "input.txt", tmp_path / "features.npz"
-    source.write_text(_lines(), encoding="utf-8")
-    result = _run(f"--input_file={source}", f"--output_file={target}", f"--init_checkpoint={minilm_dir}",
-                  "--layers=-1,-2,-3,-4", "--pooling=mean", "--combine=concat")
+def test_npz_mean_pooled_concatenation(extractor, runs):
+    result, directory = runs["npz"]
+    target = directory / "features.npz"
     assert result.returncode == 0, result.stderr[-3000:]
     saved = np.load(target)
     assert saved["layers"].tolist() == [-1, -2, -3, -4] and str(saved["pooling"]) == "mean"
@@ -137,57 +182,31 @@ def test_word_features_are_the_first_pieces(extractor):
     np.testing.assert_allclose(features[:4], layers[:, first].transpose(1, 0, 2), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("content,flag,message", [
-    ("", "--layers=-1", "input.txt: the input file is empty"),
-    ("fine\nleft side ||| \n", "--layers=-1", "input.txt:2: the second text of the '|||' pair is empty"),
-    ("fine\n", "--layers=-1,x", "--layers=-1,x: expected comma-separated integers"),
-    ("fine\n", "--layers=-9", "--layers=-9: layer index -9 is out of range for a 6-layer model"),
-])
-def test_bad_input_is_one_clear_line(minilm_dir, tmp_path, content, flag, message):
-    source = tmp_path / "input.txt"
-    source.write_text(content, encoding="utf-8")
-    result = _run(f"--input_file={source}", f"--output_file={tmp_path / 'out.jsonl'}",
-                  f"--init_checkpoint={minilm_dir}", flag)
+@pytest.mark.parametrize("index", range(len(_BAD_INPUT)))
+def test_bad_input_is_one_clear_line(runs, index):
+    result, message = runs[f"bad{index}"][0], _BAD_INPUT[index][2]
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert message in result.stderr.strip().splitlines()[-1]
 
 
-_PROC = pytest.mark.skipif(not __import__("os").path.isfile("/proc/version"), reason="needs Linux's /proc")
-
-
-@pytest.mark.parametrize("content, output, message", [
-    (b"fine\ncaf\xe9 au lait\n", "out.jsonl",
-     "{tmp}/input.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
-    pytest.param(b"fine\n", "/proc/version", "--output_file=/proc/version cannot be written: ", marks=_PROC),
-    (b"fine\n", "notes.txt/out.jsonl",
-     "--output_file={tmp}/notes.txt/out.jsonl cannot be written: {tmp}/notes.txt is a file, not a folder"),
-])
-def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(tiny_checkpoint, tmp_path, content,
-                                                                                output, message):
-    source = tmp_path / "input.txt"
-    source.write_bytes(content)
-    (tmp_path / "notes.txt").write_text("mine\n")
-    result = _run(f"--input_file={source}", f"--output_file={tmp_path / output}",
-                  f"--init_checkpoint={tiny_checkpoint}", "--layers=-1", "--max_seq_length=32")
+@pytest.mark.parametrize("index", [pytest.param(i, marks=getattr(case, "marks", ()))
+                                   for i, case in enumerate(_UNREADABLE)])
+def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(runs, index):
+    case = _UNREADABLE[index]
+    message = (case.values if hasattr(case, "values") else case)[2]
+    result, tmp_path = runs[f"unreadable{index}"]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith("error: " + message.format(tmp=tmp_path))
     assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "out.jsonl").exists()
 
 
-def test_a_roberta_checkpoint_takes_its_positions_less_the_skipped_ones(tmp_path):
+def test_a_roberta_checkpoint_takes_its_positions_less_the_skipped_ones(runs):
     """514 positions, pad id 1 (as roberta-base): --max_seq_length=512 runs, 513 and 514 are one clear line."""
-    from tests.tiny_families import roberta_directory
-
-    checkpoint = roberta_directory(tmp_path / "roberta", 514)
-    source = tmp_path / "input.txt"
-    source.write_text("abc def\n", encoding="utf-8")
-    result = _run(f"--input_file={source}", f"--output_file={tmp_path / 'out.jsonl'}",
-                  f"--init_checkpoint={checkpoint}", "--layers=-1", "--max_seq_length=512")
+    result, directory = runs["roberta512"]
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((tmp_path / "out.jsonl").read_text(encoding="utf-8"))["linex_index"] == 0
+    assert json.loads((directory / "out.jsonl").read_text(encoding="utf-8"))["linex_index"] == 0
     for seq_length in (513, 514):
-        result = _run(f"--input_file={source}", f"--output_file={tmp_path / f'{seq_length}.jsonl'}",
-                      f"--init_checkpoint={checkpoint}", "--layers=-1", f"--max_seq_length={seq_length}")
+        result = runs[f"roberta{seq_length}"][0]
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
         assert (f"--max_seq_length={seq_length} must be between 3 and the model's max_position_embeddings=514 less "
                 "RoBERTa's 2 padding positions") in result.stderr.strip().splitlines()[-1]
