@@ -39,10 +39,47 @@ def ner_dir(tmp_path_factory, vocab_file):
 
 
 @pytest.fixture(scope="session")
-def exports(tmp_path_factory, classifier_dir, ner_dir):
+def exports(export_of):
     """`export.saved_model.export` of the tiny classifier and tagger: name -> version directory."""
+    return {"classifier": export_of("classifier"), "tagger": export_of("tagger")}
+
+
+@pytest.fixture(scope="session")
+def model_dir_of(tmp_path_factory, vocab_file, classifier_dir, ner_dir, tiny_checkpoint):
+    """kind -> a tiny model_dir of that kind, each written once a worker (the kinds of test_session_loader.py)."""
+    from model_dirs import masked_lm_dir, multiple_choice_dir, regression_dir, squad_dir
+
+    root = tmp_path_factory.mktemp("kinds")
+    build = {"classifier": lambda: classifier_dir, "tagger": lambda: ner_dir, "encoder": lambda: tiny_checkpoint,
+             "regression": lambda: regression_dir(root / "stsb", vocab_file),
+             "squad_v1": lambda: squad_dir(root / "squad_v1", vocab_file, False),
+             "squad_v2": lambda: squad_dir(root / "squad_v2", vocab_file, True),
+             "masked_lm": lambda: masked_lm_dir(root / "pretraining", vocab_file),
+             "multiple_choice": lambda: multiple_choice_dir(root / "multiple_choice", vocab_file)}
+    made = {}
+
+    def model_dir(kind):
+        if kind not in made:
+            made[kind] = build[kind]()
+        return made[kind]
+
+    return model_dir
+
+
+@pytest.fixture(scope="session")
+def export_of(tmp_path_factory, model_dir_of):
+    """(kind, precision) -> the version directory of `export.saved_model.export(model_dir_of(kind),
+    precision=precision)`, exported once a worker (an export of a tiny model costs seconds of tracing).
+    Tests must not write into it."""
     from export.saved_model import export
 
-    root = tmp_path_factory.mktemp("exports")
-    return {"classifier": export(str(classifier_dir), str(root / "mrpc")),
-            "tagger": export(str(ner_dir), str(root / "ner"))}
+    root = tmp_path_factory.mktemp("shared_exports")
+    made = {}
+
+    def version_dir(kind, precision="float32"):
+        if (kind, precision) not in made:
+            made[kind, precision] = export(str(model_dir_of(kind)), str(root / f"{kind}_{precision}"),
+                                           precision=precision)
+        return made[kind, precision]
+
+    return version_dir

@@ -78,3 +78,28 @@ def multiple_choice_dir(path, vocab_file, seq_length=48, seed=11):
     keras.utils.set_random_seed(seed)
     model = BertMultipleChoice(BertEncoder(tiny_bert_config()))
     return write_model_dir(path, model, {"task": "multiple_choice"}, vocab_file, seq_length)
+
+
+def regression_dir(path, vocab_file):
+    """An STS-B (regression) model_dir, sequence length 32."""
+    import keras
+
+    from official_bert import BertEncoder
+    from official_bert.models.classifier import BertClassifier
+
+    keras.utils.set_random_seed(3)
+    model = BertClassifier(BertEncoder(tiny_bert_config()), 1)
+    info = {"task": "STS-B", "label_names": [], "is_regression": True, "num_classes": 1}
+    return write_model_dir(path, model, info, vocab_file, 32)
+
+
+def squad_dir(path, vocab_file, version_2):
+    """A SQuAD v1.1 or v2.0 model_dir, 64 pieces a window."""
+    info = squad_task_info(version_2, max_query_length=16, max_answer_length=10, null_score_diff_threshold=0.0)
+    return write_model_dir(path, tiny_span_labeler(8 + version_2, 64), info, vocab_file, 64)
+
+
+def masked_lm_dir(path, vocab_file):
+    """A `tasks.run_pretraining` model_dir holding a random `BertPretrainer`, sequence length 40."""
+    model = tiny_pretrainer(seed=10)
+    return write_model_dir(path, model, pretraining_task_info(model.encoder.config), vocab_file, 40)

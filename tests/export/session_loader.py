@@ -117,5 +117,37 @@ def session_and_eager_outputs(out_dir, exports, texts):
     return answers
 
 
+TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "tools",
+                    "session_loader_check.py")
+_TOOL_CHECKS = """
+import contextlib, importlib.util, io, json, sys
+spec = importlib.util.spec_from_file_location("session_loader_check", {tool!r})
+tool = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(tool)
+checks = {{}}
+for path in {paths!r}:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        checks[path] = [tool.main(path, ["The cat sat on the mat.", "", "naïve café 東京"]), printed.getvalue()]
+print(json.dumps(checks))
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "export", "tasks")))
+"""
+
+
+def tool_checks(version_dirs, script=""):
+    """`../shared/tools/session_loader_check.py` (its `main`, with its default texts) on each version directory,
+    all in ONE fresh process that imports nothing of the project, after `script` (Python run first in it).
+
+    Returns (version directory -> (exit code, what the check printed), the finished process).
+    """
+    code = script + "\n" + _TOOL_CHECKS.format(tool=TOOL, paths=[str(path) for path in version_dirs])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    assert lines[-1] == "[]"  # no module of the project was imported
+    return {path: tuple(answer) for path, answer in json.loads(lines[-2]).items()}, result
+
+
 if __name__ == "__main__":
     _main(sys.argv[1])

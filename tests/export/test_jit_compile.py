@@ -4,8 +4,6 @@ runs them and replays their warm-up requests, which cover every compiled length;
 (The encoder's `embed`: tests/export/test_encoder_embed.py.)"""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +13,9 @@ from export.request_length import XLA_SERVING_LENGTH_MULTIPLE
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops
 from export.saved_model import export
 from export.warmup import WARMUP_FILE, read_warmup_file
+from session_loader import tool_checks
 
+pytestmark = pytest.mark.slow
 FIRST = ["a", "the cat sat on the mat", "Peter Blackburn flew to Brussels on Monday to meet the European Commission "
          "about the future of the common agricultural policy"]
 SECOND = ["b", "it was a sunny day", "He came back on Friday."]
@@ -24,6 +24,17 @@ SECOND = ["b", "it was a sunny day", "He came back on Friday."]
 @pytest.fixture(scope="module")
 def compiled(classifier_dir, tmp_path_factory):
     return export(str(classifier_dir), str(tmp_path_factory.mktemp("jit") / "mrpc"), jit_compile=True)
+
+
+@pytest.fixture(scope="module")
+def compiled_tagger(ner_dir, tmp_path_factory):
+    return export(str(ner_dir), str(tmp_path_factory.mktemp("jit") / "ner"), jit_compile=True)
+
+
+@pytest.fixture(scope="module")
+def checks(compiled, compiled_tagger):
+    """shared/tools/session_loader_check.py on both compiled exports, in one fresh process."""
+    return tool_checks([compiled, compiled_tagger])[0]
 
 
 def _xla_functions(version_dir):
@@ -48,14 +59,13 @@ def test_compiled_export_answers_as_the_plain_one(compiled, exports):
                                rtol=1e-5)
 
 
-def test_session_loader_runs_it_and_warm_up_compiles_every_length(compiled, classifier_dir, shared_data):
+def test_session_loader_runs_it_and_warm_up_compiles_every_length(compiled, checks, classifier_dir):
     from official_bert import model_dir as model_dirs
     from official_bert.text.preprocessing import text_preprocessor
 
     assert disallowed_ops(saved_model_ops(compiled), ALLOWED_OPS | SAVER_OPS) == set()
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), compiled],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+    code, printed = checks[compiled]
+    assert code == 0 and "FAILED" not in printed, printed[-2000:]
 
     loaded = model_dirs.load_model_dir(str(classifier_dir))
     preprocessor = text_preprocessor(loaded.vocab_file, loaded.lower_case, loaded.max_seq_length)
@@ -68,8 +78,8 @@ def test_session_loader_runs_it_and_warm_up_compiles_every_length(compiled, clas
     assert lengths == set(range(XLA_SERVING_LENGTH_MULTIPLE, loaded.max_seq_length + 1, XLA_SERVING_LENGTH_MULTIPLE))
 
 
-def test_compiled_tagger_answers_as_the_plain_one(ner_dir, exports, tmp_path_factory, shared_data):
-    compiled = export(str(ner_dir), str(tmp_path_factory.mktemp("jit") / "ner"), jit_compile=True)
+def test_compiled_tagger_answers_as_the_plain_one(compiled_tagger, checks, exports):
+    compiled = compiled_tagger
     assert _xla_functions(compiled)
     served, plain = (tf.saved_model.load(path).signatures["serving_default"] for path in (compiled, exports["tagger"]))
     for text in FIRST + [" ".join(FIRST)]:  # one text a request: the XLA program
@@ -77,9 +87,8 @@ def test_compiled_tagger_answers_as_the_plain_one(ner_dir, exports, tmp_path_fac
         np.testing.assert_allclose(ours["logits"].numpy(), reference["logits"].numpy(), atol=1e-5, rtol=1e-5)
         for key in ("word_labels", "entity_type", "entity_start", "entity_end"):
             np.testing.assert_array_equal(ours[key].numpy(), reference[key].numpy())
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), compiled],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+    code, printed = checks[compiled]
+    assert code == 0 and "FAILED" not in printed, printed[-2000:]
 
 
 def test_other_exports_refuse_it(vocab_file, tmp_path):

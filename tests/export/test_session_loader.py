@@ -1,4 +1,4 @@
-"""Every kind of export, float32 and bfloat16, answers in TF Serving's session-based loader.
+"""Every kind of export, float32 and bfloat16 (and the int8 classifier), answers in TF Serving's session-based loader.
 
 TF Serving's C++ loader and `saved_model_cli run` restore the variables through the SavedModel's saver and run
 the signatures in a session; `tf.saved_model.load` does neither, so the other export tests cannot see an export
@@ -14,58 +14,23 @@ import sys
 import numpy as np
 import pytest
 
-from model_dirs import (multiple_choice_dir, pretraining_task_info, squad_task_info, tiny_bert_config, tiny_pretrainer,
-                        tiny_span_labeler, write_model_dir)
 from session_loader import session_and_eager_outputs
 
+pytestmark = pytest.mark.slow
 KINDS = ("classifier", "regression", "tagger", "squad_v1", "squad_v2", "masked_lm", "multiple_choice", "encoder")
 PRECISIONS = ("float32", "bfloat16")
 # Sent to every text input of serving_default: a masked sentence, an empty string, non-ASCII text (multiple choice
-# reads the [batch] `choices` as one choice per question; "" is a missing one).
-RAW_TEXTS = ["Peter Blackburn flew to [MASK] on Monday.", "", "naïve café in 東京: what did it cost?"]
-
-
-def _regression_dir(root, vocab_file):
-    """An STS-B (regression) model_dir."""
-    import keras
-
-    from official_bert import BertEncoder
-    from official_bert.models.classifier import BertClassifier
-
-    keras.utils.set_random_seed(3)
-    model = BertClassifier(BertEncoder(tiny_bert_config()), 1)
-    info = {"task": "STS-B", "label_names": [], "is_regression": True, "num_classes": 1}
-    return write_model_dir(root / "stsb", model, info, vocab_file, 32)
-
-
-def _squad_dir(root, vocab_file, version_2):
-    """A SQuAD v1.1 or v2.0 model_dir, 64 pieces a window."""
-    info = squad_task_info(version_2, max_query_length=16, max_answer_length=10, null_score_diff_threshold=0.0)
-    name = "squad_v2" if version_2 else "squad_v1"
-    return write_model_dir(root / name, tiny_span_labeler(8 + version_2, 64), info, vocab_file, 64)
-
-
-def _masked_lm_dir(root, vocab_file):
-    model = tiny_pretrainer(seed=10)
-    return write_model_dir(root / "pretraining", model, pretraining_task_info(model.encoder.config), vocab_file, 40)
+# reads the [batch] `choices` as one choice per question; "" is a missing one), then plain sentences.
+RAW_TEXTS = ["Peter Blackburn flew to [MASK] on Monday.", "", "naïve café in 東京: what did it cost?",
+             "the cat sat on the mat", "a very good film", "naïve café in Berlin"]
 
 
 @pytest.fixture(scope="module")
-def answers(classifier_dir, ner_dir, tiny_checkpoint, vocab_file, tmp_path_factory):
+def answers(export_of, tmp_path_factory):
     """Each kind exported in each precision, answered by both loaders: "<kind>/<precision>" -> answers."""
-    from export.saved_model import export
-
-    root = tmp_path_factory.mktemp("session_loader")
-    model_dirs = {"classifier": classifier_dir, "regression": _regression_dir(root, vocab_file), "tagger": ner_dir,
-                  "squad_v1": _squad_dir(root, vocab_file, False), "squad_v2": _squad_dir(root, vocab_file, True),
-                  "masked_lm": _masked_lm_dir(root, vocab_file),
-                  "multiple_choice": multiple_choice_dir(root / "multiple_choice", vocab_file),
-                  "encoder": tiny_checkpoint}
-    exports = {f"{kind}_{precision}": export(str(model_dirs[kind]), str(root / "exports" / f"{kind}_{precision}"),
-                                             precision=precision)
-               for kind in KINDS for precision in PRECISIONS}
-    out_dir = root / "answers"
-    out_dir.mkdir()
+    exports = {f"{kind}_{precision}": export_of(kind, precision) for kind in KINDS for precision in PRECISIONS}
+    exports["classifier_int8"] = export_of("classifier", "int8")  # `export.saved_model --precision=int8`
+    out_dir = tmp_path_factory.mktemp("session_loader")
     return {"exports": exports, "answers": session_and_eager_outputs(out_dir, exports, RAW_TEXTS)}
 
 
@@ -90,6 +55,18 @@ def test_every_warmup_request_and_raw_text_is_answered_as_tf_saved_model_load_an
             np.testing.assert_allclose(session, eager, rtol=1e-5, atol=1e-5, err_msg=key)
         else:
             np.testing.assert_array_equal(session, eager, err_msg=key)
+
+
+def test_int8_answers_are_close_to_float_ones_in_the_session_loader(answers):
+    assert answers["answers"]["classifier_int8"]["errors"] == []
+    float_out = answers["answers"]["classifier_float32"]["outputs"]
+    int8_out = answers["answers"]["classifier_int8"]["outputs"]
+    keys = [k for k in float_out if k.endswith("/session/probabilities")]
+    assert keys, sorted(float_out)
+    # A tiny random model (embedding rows of std 0.5+) is far more sensitive than a trained one: on a fine-tuned
+    # all-MiniLM-L6-v2 (MRPC, 256 dev pairs) the int8 probabilities differ by 0.009 on average, 255/256 labels agree.
+    for key in keys:
+        np.testing.assert_allclose(int8_out[key], float_out[key], atol=0.06)
 
 
 def test_every_export_has_one_variable_handle_per_saved_variable(answers):

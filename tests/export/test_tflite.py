@@ -12,6 +12,7 @@ import tensorflow as tf
 from export import tflite
 from lite_outputs import assert_lite_equals_saved
 
+pytestmark = pytest.mark.slow
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and the café " * 12,
@@ -88,22 +89,16 @@ def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
         tflite.convert(exports["classifier"], "serve_examples", "none")
 
 
-def test_a_bfloat16_export_is_refused_with_the_way_out(classifier_dir, tmp_path):
-    from export.saved_model import export
-
-    version_dir = export(str(classifier_dir), str(tmp_path / "export"), precision="bfloat16")
+def test_a_bfloat16_export_is_refused_with_the_way_out(export_of):
+    version_dir = export_of("classifier", "bfloat16")
     loaded = tf.saved_model.load(version_dir).signatures["serving_default"]
     assert set(loaded(text=tf.constant(["A cat."]), text_b=tf.constant(["A dog."]))) >= {"logits", "label"}
     with pytest.raises(ValueError, match="bfloat16 weights .* convert a float32 export"):
         tflite.convert(version_dir, "serving_default", "none")
 
 
-def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(vocab_file, tmp_path):
-    from export.saved_model import export
-    from model_dirs import multiple_choice_dir
-
-    version_dir = export(str(multiple_choice_dir(tmp_path / "swag", vocab_file, seq_length=48)),
-                         str(tmp_path / "export"))
+def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(export_of):
+    version_dir = export_of("multiple_choice")  # sequence length 48
     model = tflite.convert(version_dir, "serving_default", "none")
     assert tflite.custom_ops(model) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     interpreter = tflite.interpreter(model)
