@@ -1,20 +1,19 @@
 """tasks.prune on the span tasks: a CoNLL tagger and a SQuAD model from a tiny checkpoint lose their least important
-layer and half their heads, measured on their own evaluation data, and the result is a model_dir that loads."""
+layer and half their heads, measured on their own evaluation data, and the result is a model_dir that loads. The
+command lines run as children of one process (`forked_commands`): TensorFlow is imported once per batch."""
 
 import json
-import pathlib
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from forked_commands import run_forked
 
 from official_bert import model_dir as model_dirs
 from official_bert.runner import RunConfig, run
 from span_task_checks import conll_sentences
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 SEQ = 64
 
 
@@ -77,14 +76,21 @@ def test_labeled_eval_batches_of_the_span_tasks(teachers, shared_data, tmp_path)
     assert (starts <= ends).all() and (starts > 0).any()  # answers inside some windows, [CLS] (0) elsewhere
 
 
+@pytest.fixture(scope="module")
+def pruned(teachers, tmp_path_factory):
+    """kind -> (CompletedProcess of `python -m tasks.prune` on its teacher, the pruned model_dir)."""
+    root = tmp_path_factory.mktemp("pruned")
+    commands = [("tasks.prune", [f"--teacher={teacher}", "--keep_layers=1", "--prune_heads=0.5", *data_flags,
+                                 f"--model_dir={root / kind}", "--train_batch_size=8", "--eval_batch_size=32",
+                                 "--num_train_steps=2", "--importance_examples=8"])
+                for kind, (teacher, data_flags) in teachers.items()]
+    return {kind: (result, root / kind) for kind, result in zip(teachers, run_forked(commands, root))}
+
+
 @pytest.mark.parametrize("kind", ["tagging", "squad"])
-def test_prune_a_span_task_model_dir(teachers, tmp_path, kind):
-    teacher, data_flags = teachers[kind]
-    out = tmp_path / "pruned"
-    command = [sys.executable, "-m", "tasks.prune", f"--teacher={teacher}", "--keep_layers=1", "--prune_heads=0.5",
-               *data_flags, f"--model_dir={out}", "--train_batch_size=8", "--eval_batch_size=32",
-               "--num_train_steps=2", "--importance_examples=8"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+def test_prune_a_span_task_model_dir(teachers, pruned, kind):
+    teacher = teachers[kind][0]
+    result, out = pruned[kind]
     assert result.returncode == 0, result.stderr[-3000:]
     importance = json.loads((out / "importance.json").read_text())
     assert len(importance["loss_increase"]) == 2 and len(importance["kept"]) == 1
@@ -110,7 +116,7 @@ def test_flags_that_prune_nothing_are_refused_before_anything_runs(shared_data, 
     teacher = write_classifier_model_dir(tmp_path / "teacher", model_dirs.build_task_model(
         model_dirs.CLASSIFICATION, config, info), info, shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
     out = tmp_path / "pruned"
-    for flags, message in (
+    cases = (
             (["--prune_heads=0"], r"--prune_heads=0 prunes nothing: the run would train a full copy of the teacher; "
                                   r"pass --prune_heads \(a share of the heads in \(0, 1\)\), --keep_layers \(fewer "
                                   r"than 2\) or --target_sparsity"),
@@ -118,11 +124,13 @@ def test_flags_that_prune_nothing_are_refused_before_anything_runs(shared_data, 
             (["--keep_layers=2", "--prune_heads=0"], "--prune_heads=0 prunes nothing; --keep_layers=2 keeps every "
                                                      "layer of the 2-layer teacher: the run would train a full copy"),
             (["--prune_heads=0.05"], r"--prune_heads=0.05 of the 8 heads rounds to none: nothing would be pruned; "
-                                     r"pass a share of at least 0.125 \(one head\)")):
-        command = [sys.executable, "-m", "tasks.prune", f"--teacher={teacher}", *flags,
-                   f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={out}", "--num_train_steps=1",
-                   "--importance_examples=8"]
-        result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+                                     r"pass a share of at least 0.125 \(one head\)"))
+    (tmp_path / "runs").mkdir()
+    results = run_forked([("tasks.prune", [f"--teacher={teacher}", *flags,
+                                           f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={out}",
+                                           "--num_train_steps=1", "--importance_examples=8"])
+                          for flags, _ in cases], tmp_path / "runs")
+    for (flags, message), result in zip(cases, results):
         assert result.returncode != 0, flags
         assert re.search(message, result.stderr), result.stderr[-2000:]
         assert "Traceback" not in result.stderr and not out.exists()
