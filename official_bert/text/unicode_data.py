@@ -56,6 +56,53 @@ def reference_normalization(lower_case):
     return mapping
 
 
+def _isolated(text):
+    """A lone character between spaces (a CJK compatibility ideograph after NFD) is a word already."""
+    return len(text.strip()) == 1 and text.startswith(" ") and text.endswith(" ")
+
+
+def _repair(normalized, hf_only, tf_only, replace):
+    """`normalized` with hf-only split characters padded with spaces and, unless it is `_isolated`,
+    tf-only ones passed through `replace` (char -> str)."""
+    isolated = _isolated(normalized)
+    return "".join(f" {char} " if ord(char) in hf_only else replace(char) if ord(char) in tf_only and not isolated
+                   else char for char in normalized)
+
+
+@functools.lru_cache(maxsize=2)
+def _vocab_free_table(lower_case):
+    """The part of `normalizer_table` the vocabulary does not change (cached: it is most of the work).
+
+    Returns:
+        `(draft, pending, hf_only, tf_only)`: `draft` is {code point: replacement} in code-point order,
+        final except for the code points of `pending` ({code point: normalized string}) whose
+        tf-only split characters the vocabulary decides; `hf_only` and `tf_only` are sets of code points.
+    """
+    raw = load_raw()
+    table = raw["uncased" if lower_case else "cased"]
+    hf_only = frozenset(_expand(raw["hf_only_splits"]))
+    tf_only = frozenset(_expand(raw["tf_only_splits"]))
+    # drop, space, pad and map are disjoint (tests/text/regenerate_unicode_data.py). Padded code points
+    # (CJK) need no entry: the reference pads them, tensorflow-text splits on them by itself.
+    drop, space, padded = _expand(table["drop"]), _expand(table["space"]), _expand(table["pad"])
+    normalized = {int(cp): out for cp, out in table["map"].items()}
+    split_only = (hf_only | tf_only).difference(drop, space, padded, normalized)  # kept, but split differently
+    normalized.update((cp, chr(cp)) for cp in split_only)
+    draft = dict.fromkeys(sorted([*drop, *space, *normalized]))  # the keys in order, filled below
+    for cps, text in (drop, ""), (space, " "):  # whole ranges share one normalized string
+        draft.update(dict.fromkeys(cps, _repair(text, hf_only, tf_only, str)))
+    pending, unchanged = {}, []
+    for cp, text in normalized.items():
+        draft[cp] = _repair(text, hf_only, tf_only, str)
+        if not _isolated(text) and any(ord(char) in tf_only for char in text):
+            pending[cp] = text
+        elif draft[cp] == chr(cp):  # ("" and " " are no drop or space code point's own character)
+            unchanged.append(cp)
+    for cp in unchanged:
+        del draft[cp]
+    return draft, pending, hf_only, tf_only
+
+
 def normalizer_table(lower_case, vocab):
     """The code-point mapping to compile into the `FastBertNormalize` model.
 
@@ -68,37 +115,22 @@ def normalizer_table(lower_case, vocab):
         that must change; `unfixable` lists the code points tensorflow-text splits on while the
         reference does not, yet which occur in the vocabulary (none for the BERT vocabularies).
     """
-    raw = load_raw()
-    hf_only = set(_expand(raw["hf_only_splits"]))
-    tf_only = set(_expand(raw["tf_only_splits"]))
-    vocab_chars = set()
-    for token in vocab:
-        vocab_chars.update(token[2:] if token.startswith("##") else token)
+    draft, pending, hf_only, tf_only = _vocab_free_table(lower_case)
+    vocab_chars = set("".join(token[2:] if token.startswith("##") else token for token in vocab))
     placeholder = next(chr(cp) for cp in _PLACEHOLDER_CANDIDATES if chr(cp) not in vocab_chars)
-    reference = reference_normalization(lower_case)
-    padded = {cp for cp, out in reference.items() if out == f" {chr(cp)} "}
-
     unfixable = set()
-    mapping = {}
-    for cp in sorted(set(reference) | hf_only | tf_only):
-        if cp in padded:  # CJK: the reference pads it; tensorflow-text splits on it by itself.
-            continue
-        normalized = reference.get(cp, chr(cp))
-        # A lone character between spaces (a CJK compatibility ideograph after NFD) is a word already.
-        isolated = len(normalized.strip()) == 1 and normalized.startswith(" ") and normalized.endswith(" ")
-        pieces = []
-        for char in normalized:
-            if ord(char) in hf_only:
-                pieces.append(f" {char} ")
-            elif ord(char) in tf_only and not isolated:
-                if char in vocab_chars:
-                    unfixable.add(ord(char))
-                    pieces.append(char)
-                else:
-                    pieces.append(placeholder)
-            else:
-                pieces.append(char)
-        out = "".join(pieces)
+
+    def replace(char):
+        if char in vocab_chars:
+            unfixable.add(ord(char))
+            return char
+        return placeholder
+
+    mapping = dict(draft)
+    for cp, text in pending.items():
+        out = _repair(text, hf_only, tf_only, replace)
         if out != chr(cp):
             mapping[cp] = out
+        else:
+            del mapping[cp]
     return mapping, sorted(unfixable)
