@@ -4,7 +4,6 @@ evaluating a finished run writes none of its training files."""
 
 import hashlib
 import json
-import pathlib
 import subprocess
 import sys
 
@@ -19,7 +18,7 @@ from official_bert.tasks.classification import ClassificationTask
 from official_bert.tasks.squad import SquadTask
 from official_bert.tasks.tagging import TaggingTask
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
 MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"
 
 
@@ -270,12 +269,15 @@ def test_a_read_only_results_directory_is_an_error_before_anything_runs(shared_d
 # 8. Under --deterministic a rerun gives bit-identical weights (in fresh processes: op determinism is global).
 
 def test_deterministic_reruns_give_identical_weights(shared_data, tiny_checkpoint, tmp_path):
+    from tests.tasks.forked_commands import run_forked
+
     data = _mrpc(shared_data, tmp_path / "data")
-    for name in ("a", "b"):
-        subprocess.run([sys.executable, "-m", "tasks.run_classifier", "--task=MRPC", f"--data_dir={data}",
-                        f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={tmp_path / name}",
-                        "--max_seq_length=32", "--train_batch_size=4", "--num_train_steps=3", "--do_eval=false",
-                        "--deterministic"], cwd=REPO_ROOT, check=True, capture_output=True, timeout=600)
+    (tmp_path / "runs").mkdir()
+    for result in run_forked([("tasks.run_classifier", [
+            "--task=MRPC", f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}",
+            f"--model_dir={tmp_path / name}", "--max_seq_length=32", "--train_batch_size=4", "--num_train_steps=3",
+            "--do_eval=false", "--deterministic"]) for name in ("a", "b")], tmp_path / "runs"):
+        assert result.returncode == 0, result.stderr[-3000:]  # each in a forked child: a process of its own
     a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
     assert a.keys() == b.keys()
     for name in a:
