@@ -13,16 +13,29 @@ pytestmark = pytest.mark.slow
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def _flags(out):
+    return [f"--out={out}", "--max_train_sentences=200", "--max_eval_sentences=60", "--lstm_units=8", "--epochs=1",
+            "--configs=second_to_last_hidden,weighted_sum_last_four", "--no-finetune"]
+
+
 def _run(out):
-    result = subprocess.run([sys.executable, "-m", "benchmarks.feature_based_ner", f"--out={out}",
-                             "--max_train_sentences=200", "--max_eval_sentences=60", "--lstm_units=8",
-                             "--epochs=1", "--configs=second_to_last_hidden,weighted_sum_last_four", "--no-finetune"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-m", "benchmarks.feature_based_ner", *_flags(out)], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
 
-def test_small_table_and_resume(tmp_path, shared_data):
+def _run_in_process(out, monkeypatch, capsys):
+    """The same command line through the module's `main` (the subprocess above proves the CLI itself)."""
+    from benchmarks import feature_based_ner
+
+    monkeypatch.setattr(sys, "argv", ["feature_based_ner", *_flags(out)])
+    capsys.readouterr()
+    feature_based_ner.main()
+    return capsys.readouterr().out
+
+
+def test_small_table_and_resume(tmp_path, shared_data, monkeypatch, capsys):
     first = _run(tmp_path)
     assert "features of train: 200 sentences" in first
     table = first[first.index("CoNLL-2003 entity F1"):].splitlines()
@@ -37,6 +50,6 @@ def test_small_table_and_resume(tmp_path, shared_data):
     features = np.load(tmp_path / "features" / "train.npy", mmap_mode="r")
     assert features.shape[1:] == (7, 384) and features.dtype == np.float32
 
-    again = _run(tmp_path)  # everything cached: no extraction, no training, the same table
+    again = _run_in_process(tmp_path, monkeypatch, capsys)  # everything cached: no extraction, no training, the same table
     assert "features of" not in again and "Epoch" not in again
     assert again[again.index("CoNLL-2003 entity F1"):] == first[first.index("CoNLL-2003 entity F1"):]
