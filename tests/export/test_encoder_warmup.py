@@ -19,10 +19,8 @@ SESSION_LOADER_CHECK = REPO_ROOT.parent / "shared" / "tools" / "session_loader_c
 
 
 @pytest.fixture(scope="module")
-def encoder_export(tiny_checkpoint, tmp_path_factory):
-    from export.saved_model import export
-
-    return export(str(tiny_checkpoint), str(tmp_path_factory.mktemp("encoder_export")))
+def encoder_export(export_of):
+    return export_of("encoder")  # the tiny checkpoint's, shared with test_session_loader.py
 
 
 def test_the_warmup_file_has_one_request_per_signature(encoder_export):

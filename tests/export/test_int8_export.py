@@ -28,7 +28,7 @@ def cli_export(classifier_dir, tmp_path_factory):
     return exported, export_dir
 
 
-def test_int8_weights_are_int8(cli_export, exports):
+def test_int8_weights_are_int8(cli_export, export_of):
     import tensorflow as tf
 
     exported, export_dir = cli_export
@@ -38,7 +38,7 @@ def test_int8_weights_are_int8(cli_export, exports):
             .get_variable_to_dtype_map().values() if dtype == tf.int8]
     # per layer: query, key, value, attention output, intermediate, output; pooler, head; the word-piece table
     assert len(int8) == 2 * 6 + 2 + 1
-    assert _variables_bytes(int8_dir) < _variables_bytes(exports["classifier"])
+    assert _variables_bytes(int8_dir) < _variables_bytes(export_of("classifier"))
 
 
 def test_int8_export_and_predict_print_no_autograph_or_custom_gradient_warnings(cli_export):
