@@ -1,9 +1,6 @@
 """export.tflite: the exported signatures in LiteRT with tf-text's kernels only; float outputs equal the SavedModel's."""
 
 import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,24 +8,52 @@ import tensorflow as tf
 
 from export import tflite
 from lite_outputs import assert_lite_equals_saved
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 litert = pytest.importorskip("ai_edge_litert.interpreter")
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and the café " * 12,
          "EU rejects German call to boycott British lamb ."]
 SECOND = ["He went to Belgium.", "Nothing here", "short", ""]
 
 
+# Command lines the CLI must refuse in one line (flags with {tmp}: the case's folder), each: (flags, message).
+BAD_COMMAND_LINES = {
+    "proc": (["--output=/proc/model.tflite"], "--output=/proc/model.tflite cannot be written: No such file or "
+             "directory (the folder /proc takes no new files)"),
+    "file": (["--output={tmp}/notes.txt/model.tflite"],
+             "--output={tmp}/notes.txt/model.tflite cannot be written: {tmp}/notes.txt is a file, not a folder"),
+    "utf8": (["--output={tmp}/model.tflite", "--quantize=full_int8", "--representative_file={tmp}/texts.txt"],
+             "{tmp}/texts.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+}
+
+
 @pytest.fixture(scope="module")
-def classifier_lite(exports, tmp_path_factory):
+def cli_runs(exports, tmp_path_factory):
+    """`python -m export.tflite` command lines, as children of one TensorFlow import: "convert" (the classifier's
+    serving_default, float32) and each of BAD_COMMAND_LINES. name -> (CompletedProcess, its folder)."""
+    root = tmp_path_factory.mktemp("lite")
+    folders = {name: root / name for name in ["convert", *BAD_COMMAND_LINES]}
+    commands = [("export.tflite", [f"--saved_model_dir={exports['classifier']}",
+                                   f"--output={folders['convert'] / 'mrpc.tflite'}", "--quantize=none"])]
+    for name, (flags, _) in BAD_COMMAND_LINES.items():
+        tmp = folders[name]
+        tmp.mkdir()
+        (tmp / "texts.txt").write_bytes(b"A sentence.\ncaf\xe9\n")
+        (tmp / "notes.txt").write_text("mine\n")
+        commands.append(("export.tflite", [f"--saved_model_dir={tmp / 'export'}",
+                                           *[flag.format(tmp=tmp) for flag in flags]]))
+    folders["convert"].mkdir()
+    results = run_forked(commands, root)
+    return {name: (result, folders[name]) for name, result in zip(folders, results)}
+
+
+@pytest.fixture(scope="module")
+def classifier_lite(cli_runs):
     """The classifier's serving_default converted by the CLI, float32."""
-    output = tmp_path_factory.mktemp("lite") / "mrpc.tflite"
-    result = subprocess.run([sys.executable, "-m", "export.tflite", f"--saved_model_dir={exports['classifier']}",
-                             f"--output={output}", "--quantize=none"], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=600)
+    result, folder = cli_runs["convert"]
     assert result.returncode == 0, result.stderr[-3000:]
-    return output.read_bytes()
+    return (folder / "mrpc.tflite").read_bytes()
 
 
 def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite):
@@ -129,22 +154,12 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
     assert lite["scores"][0, 1] == -1e9
 
 
-@pytest.mark.parametrize("flags, message", [
-    pytest.param(["--output=/proc/model.tflite"], "--output=/proc/model.tflite cannot be written: No such file or "
-                 "directory (the folder /proc takes no new files)",
-                 marks=pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")),
-    (["--output={tmp}/notes.txt/model.tflite"],
-     "--output={tmp}/notes.txt/model.tflite cannot be written: {tmp}/notes.txt is a file, not a folder"),
-    (["--output={tmp}/model.tflite", "--quantize=full_int8", "--representative_file={tmp}/texts.txt"],
-     "{tmp}/texts.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
-])
-def test_a_representative_file_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(tmp_path, flags,
-                                                                                                message):
-    (tmp_path / "texts.txt").write_bytes(b"A sentence.\ncaf\xe9\n")
-    (tmp_path / "notes.txt").write_text("mine\n")
-    result = subprocess.run([sys.executable, "-m", "export.tflite", f"--saved_model_dir={tmp_path / 'export'}",
-                             *[flag.format(tmp=tmp_path) for flag in flags]], cwd=REPO_ROOT, capture_output=True,
-                            text=True, timeout=300)
+@pytest.mark.parametrize("name", [
+    pytest.param("proc", marks=pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")),
+    "file", "utf8"])
+def test_a_representative_file_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(cli_runs, name):
+    result, tmp_path = cli_runs[name]
+    message = BAD_COMMAND_LINES[name][1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp_path)
     assert not (tmp_path / "model.tflite").exists()
