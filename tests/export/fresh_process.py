@@ -33,6 +33,13 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+def _write_request(tmp_path, models):
+    models = {name: {**spec, "out": str(tmp_path / f"{name}.npz")} for name, spec in models.items()}
+    request = tmp_path / "models.json"
+    request.write_text(json.dumps(models), encoding="utf-8")
+    return models, request
+
+
 def fresh_process_outputs(tmp_path, models):
     """Calls signatures of SavedModels in a fresh Python process.
 
@@ -44,11 +51,19 @@ def fresh_process_outputs(tmp_path, models):
     Returns:
         name -> {"signature/output": np.ndarray}.
     """
-    models = {name: {**spec, "out": str(tmp_path / f"{name}.npz")} for name, spec in models.items()}
-    request = tmp_path / "models.json"
-    request.write_text(json.dumps(models), encoding="utf-8")
+    models, request = _write_request(tmp_path, models)
     result = subprocess.run([sys.executable, "-c", _SCRIPT, str(request)], cwd=tmp_path, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"  # no module of the project was imported
     return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}
+
+
+def fresh_process_outputs_and_tool_checks(tmp_path, models, version_dirs):
+    """`fresh_process_outputs`, then `session_loader.tool_checks` of `version_dirs`, in the same fresh process:
+    (the outputs, the checks)."""
+    from session_loader import tool_checks
+
+    models, request = _write_request(tmp_path, models)
+    checks, _ = tool_checks(version_dirs, f"import sys\nsys.argv[1:] = [{str(request)!r}]\n{_SCRIPT}")
+    return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}, checks

@@ -4,8 +4,6 @@ warm-up requests; a [batch] choices vector; TF Serving's session-based loader ch
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,12 +12,11 @@ import tensorflow_text  # noqa: F401
 
 from export.ops import ALLOWED_OPS, SAVER_OPS, disallowed_ops, saved_model_ops, signature_ops
 from export.warmup import WARMUP_FILE, read_warmup_file
-from fresh_process import fresh_process_outputs
+from fresh_process import fresh_process_outputs_and_tool_checks
 from model_dirs import multiple_choice_dir
 
+pytestmark = pytest.mark.slow
 SEQ_LENGTH = 32  # some SWAG sample pairs are longer: truncation is exercised
-SESSION_LOADER_CHECK = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "tools",
-                                    "session_loader_check.py")
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +56,23 @@ def python_answers(exported, questions):
         loaded.model(inputs, training=False).numpy()
 
 
-def test_raw_text_and_tokens_in_a_fresh_process_equal_the_python_model(exported, questions, python_answers,
-                                                                       tmp_path):
+@pytest.fixture(scope="module")
+def fresh(exported, questions, python_answers, tmp_path_factory):
+    """One fresh process: raw text and tokens on the export, then ../shared/tools/session_loader_check.py on it
+    (TF Serving's loader path, every warm-up request, raw text). Returns (outputs, (exit code, printed))."""
+    contexts, choices = questions
+    inputs = python_answers[0]
+    outputs, checks = fresh_process_outputs_and_tool_checks(tmp_path_factory.mktemp("fresh_mc"), {"mc": {
+        "dir": exported[1], "signatures": {
+            "serving_default": {"context": list(contexts), "choices": choices.tolist()},
+            "serve_tokens": {name: value.tolist() for name, value in inputs.items()}}}}, [exported[1]])
+    return outputs["mc"], checks[exported[1]]
+
+
+def test_raw_text_and_tokens_in_a_fresh_process_equal_the_python_model(fresh, questions, python_answers):
     contexts, choices = questions
     inputs, truncated, logits = python_answers
-    out = fresh_process_outputs(tmp_path, {"mc": {"dir": exported[1], "signatures": {
-        "serving_default": {"context": list(contexts), "choices": choices.tolist()},
-        "serve_tokens": {name: value.tolist() for name, value in inputs.items()}}}})["mc"]
+    out = fresh[0]
     missing = choices == ""
     assert missing.sum() == 5 and (logits[missing] == -1e9).all()
     for signature in ("serving_default", "serve_tokens"):
@@ -122,12 +129,11 @@ def test_serving_safe_ops_and_warmup_requests(exported):
     assert (answers[0]["scores"].numpy()[1, 2:] == -1e9).all()
 
 
-def test_tf_serving_session_loader_check_passes(exported):
+def test_tf_serving_session_loader_check_passes(fresh):
     """../shared/tools/session_loader_check.py: TF Serving's loader path, every warm-up request, raw text."""
-    result = subprocess.run([sys.executable, SESSION_LOADER_CHECK, exported[1]], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "warm-up requests answered: 3" in result.stdout and "FAILED" not in result.stdout
+    code, printed = fresh[1]
+    assert code == 0, printed[-2000:]
+    assert "warm-up requests answered: 3" in printed and "FAILED" not in printed
 
 
 def test_the_model_dir_kind_and_task_json(exported):
