@@ -15,6 +15,8 @@ from official_bert import BertConfig
 from official_bert import model_dir as model_dirs
 from official_bert.compression.pruning import head_importance, heads_to_prune, prune_heads
 
+pytestmark = pytest.mark.slow
+
 INFO = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 HIDDEN, HEADS, LAYERS = 32, 4, 3

@@ -14,6 +14,8 @@ from official_bert.compression.pruning import (MagnitudePruning, layer_importanc
                                                sparsity_report)
 from official_bert.compression.student import copy_teacher_weights, student_config
 
+pytestmark = pytest.mark.slow
+
 INFO = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
 
 

@@ -9,6 +9,8 @@ from official_bert import model_dir as model_dirs
 from official_bert.compression.distiller import Distiller
 from official_bert.compression.student import copy_teacher_weights, parse_layers, student_config, uniform_layer_map
 
+pytestmark = pytest.mark.slow
+
 INFO = {"label_names": ["a", "b", "c"]}
 
 

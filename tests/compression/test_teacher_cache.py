@@ -13,6 +13,8 @@ from official_bert.compression.student import copy_teacher_weights, student_conf
 from official_bert.compression.teacher_cache import TEACHER_LOGITS, build_teacher_cache, example_keys
 from official_bert.data.padding import trim_batch_padding
 
+pytestmark = pytest.mark.slow
+
 SEQ, EXAMPLES, BATCH = 64, 20, 4
 KINDS = {model_dirs.CLASSIFICATION: {"label_names": ["a", "b", "c"]},
          model_dirs.TAGGING: {"label_names": ["O", "B-X", "I-X"]}, model_dirs.SQUAD: {}}

@@ -15,6 +15,8 @@ from fresh_process import fresh_process_outputs
 from lite_outputs import assert_lite_equals_saved
 from model_dirs import pretraining_task_info, tiny_pretrainer, write_model_dir
 
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 48
 TOP_K = 4  # not the default 5: the --top_k path is exercised
 EDGE_TEXTS = ["", "No mask in this one.", "[MASK]", "[ MASK ] is text, [MASK]s and a[MASK]b are masks.",

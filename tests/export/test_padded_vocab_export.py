@@ -2,10 +2,13 @@
 tokens, as transformers accepts): the in-graph tokenizer's ids all fit, and a masked LM predicts only real pieces."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 
 from model_dirs import pretraining_task_info, tiny_bert_config, write_model_dir
+
+pytestmark = pytest.mark.slow
 
 PADDED_VOCAB_SIZE = 30528  # bert-base-uncased's 30522 tokens, rounded up to a multiple of 64
 TEXTS = ["the cat sat on the mat", "naïve café in Berlin"]

@@ -17,6 +17,8 @@ from export.saved_model import save
 from export.warmup import WARMUP_FILE, read_warmup_file
 from official_bert.owned_files import RECORD_FILE
 
+pytestmark = pytest.mark.slow
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIGNATURES = {"serving_default", "serve_examples", "serve_tokens"}
 

@@ -18,6 +18,8 @@ from fresh_process import fresh_process_outputs
 from lite_outputs import assert_lite_equals_saved
 from model_dirs import squad_task_info, tiny_span_labeler, write_model_dir
 
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 256
 MAX_QUERY_LENGTH = 16  # some dev questions are longer: the question cut is exercised
 MAX_ANSWER_LENGTH = 12

@@ -6,6 +6,8 @@ import pytest
 
 from official_bert.labels import IGNORE_LABEL
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def conll_features(shared_data, minilm_dir):

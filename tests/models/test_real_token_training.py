@@ -16,7 +16,8 @@ from official_bert.models.span_labeler import SPAN_OUTPUTS
 from tiny_families import FAMILIES, padded_inputs
 
 tf = pytest.importorskip("tensorflow")
-pytestmark = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")]
 
 def _model(family, kind, dropout=0.0, train_on_real_tokens=True):
     config = dataclasses.replace(BertConfig.from_dict(FAMILIES[family]), hidden_dropout_prob=dropout,

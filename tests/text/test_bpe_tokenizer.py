@@ -19,6 +19,8 @@ import regenerate_byte_level_classes
 import text_corpora as corpora
 from official_bert.text import BytePairTokenizer, byte_level, load_preprocessor
 
+pytestmark = pytest.mark.slow
+
 SEQ_LENGTH = 24
 SAMPLE = 100  # texts per real corpus in CI
 # Every op of the tokenizer + packer graph, While-loop body included: core TensorFlow only, no tf-text kernel and

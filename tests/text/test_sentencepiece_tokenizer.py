@@ -21,6 +21,8 @@ from official_bert.text.sentencepiece_tokenizer import SentencepieceTokenizer, l
 import regenerate_albert_unicode_data
 import text_corpora as corpora
 
+pytestmark = pytest.mark.slow
+
 USER_DEFINED = ["(", ")", '"', "-", ".", "–", "£", "€"]  # ALBERT's spm_train --user_defined_symbols
 SEQ_LENGTH = 24
 
