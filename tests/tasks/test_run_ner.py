@@ -1,15 +1,15 @@
-"""tasks.run_ner end to end through the CLI with a tiny model on a few hundred CoNLL-2003 sentences."""
+"""tasks.run_ner end to end through the CLI with a tiny model on a few hundred CoNLL-2003 sentences. Its three
+command lines run as children of one process (`forked_commands`): TensorFlow is imported once; the IOB1
+re-evaluation of the trained model_dir runs in-process (the runner, as the CLI calls it)."""
 
 import json
-import pathlib
-import subprocess
-import sys
 
 import pytest
+from forked_commands import run_forked
 
 from official_bert.data.conll import read_conll
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 LABELS = ["O", "B-LOC", "B-MISC", "B-ORG", "B-PER", "I-LOC", "I-MISC", "I-ORG", "I-PER"]
 
 
@@ -35,22 +35,43 @@ def small_conll(shared_data, tmp_path_factory):
     return root
 
 
-def _run(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "tasks.run_ner", "--max_seq_length=24", "--train_batch_size=16",
-                             "--eval_batch_size=128", *args], cwd=REPO_ROOT, capture_output=True, text=True,
-                            timeout=600)
-    if check:
-        assert result.returncode == 0, result.stderr[-3000:]
-    return result
+def _args(*args):
+    return ["--max_seq_length=24", "--train_batch_size=16", "--eval_batch_size=128", *args]
 
 
-def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_checkpoint, tmp_path):
-    model_dir = tmp_path / "ner"
-    texts = tmp_path / "texts.txt"
+@pytest.fixture(scope="module")
+def runs(small_conll, tiny_checkpoint, tmp_path_factory):
+    """The three command lines: (root, [CompletedProcess]): a run that trains, evaluates and predicts; a test tag
+    outside the label set; a predict text file that is not UTF-8."""
+    root = tmp_path_factory.mktemp("ner_runs")
+    model_dir, texts = root / "ner", root / "texts.txt"
     texts.write_text("Peter Blackburn flew to Brussels.\nNo entities here\n")
-    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
-                  f"--model_dir={model_dir}", "--num_train_steps=4", "--do_predict",
-                  f"--predict_text_file={texts}")
+    data = root / "data"
+    data.mkdir()
+    (data / "train.txt").write_text((small_conll / "hf-iob2" / "train.txt").read_text())
+    (data / "test.txt").write_text("EU B-ORG\nrejects O\n\nParis B-GPE\n")
+    latin1 = root / "latin1.txt"
+    latin1.write_bytes(b"Peter Blackburn flew to Brussels.\nZ\xfcrich is in Switzerland.\n")  # Latin-1
+    commands = [
+        _args(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
+              f"--model_dir={model_dir}", "--num_train_steps=4", "--do_predict", f"--predict_text_file={texts}"),
+        _args(f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={root / 'm'}",
+              "--num_train_steps=1"),
+        _args(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
+              f"--model_dir={root / 'never'}", "--num_train_steps=1", "--do_predict", f"--predict_text_file={latin1}"),
+    ]
+    out = root / "out"
+    out.mkdir()
+    return root, run_forked([("tasks.run_ner", args) for args in commands], out)
+
+
+def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, runs):
+    from official_bert.runner import RunConfig, run
+    from official_bert.tasks.tagging import TaggingTask
+
+    root, (result, _, _) = runs
+    model_dir = root / "ner"
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "eval results (test):" in result.stdout
     task = json.loads((model_dir / "task.json").read_text())
     assert task["label_names"] == LABELS and task["max_seq_length"] == 24 and task["task"] == "ner"
@@ -79,29 +100,22 @@ def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, tiny_checkpoint
             assert entity["type"] in {"LOC", "MISC", "ORG", "PER"}
 
     # Evaluation only, on the IOB1 copy: converted tags equal the IOB2 file, so the same scores.
-    _run(f"--data_dir={small_conll / 'original-iob1'}", "--tag_scheme=iob1", f"--init_checkpoint={model_dir}",
-         f"--model_dir={model_dir}", "--do_train=false")
+    run(TaggingTask(str(small_conll / "original-iob1"), "iob1"),
+        RunConfig(init_checkpoint=str(model_dir), model_dir=str(model_dir), max_seq_length=24, eval_batch_size=128,
+                  do_train=False))
     assert json.loads((model_dir / "eval_results.json").read_text()) == results
 
 
-def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(small_conll, tiny_checkpoint, tmp_path):
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "train.txt").write_text((small_conll / "hf-iob2" / "train.txt").read_text())
-    (data / "test.txt").write_text("EU B-ORG\nrejects O\n\nParis B-GPE\n")
-    result = _run(f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={tmp_path / 'm'}",
-                  "--num_train_steps=1", check=False)
+def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(runs):
+    root, (_, result, _) = runs
+    data = root / "data"
     assert result.returncode != 0
     assert f"{data / 'test.txt'}:4: tag 'B-GPE' is not in the label set" in result.stderr
 
 
-def test_a_predict_text_file_that_is_not_utf8_is_one_line_before_training(small_conll, tiny_checkpoint, tmp_path):
-    texts = tmp_path / "texts.txt"
-    texts.write_bytes(b"Peter Blackburn flew to Brussels.\nZ\xfcrich is in Switzerland.\n")  # Latin-1
-    model_dir = tmp_path / "never"
-    result = _run(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
-                  f"--model_dir={model_dir}", "--num_train_steps=1", "--do_predict", f"--predict_text_file={texts}",
-                  check=False)
+def test_a_predict_text_file_that_is_not_utf8_is_one_line_before_training(runs):
+    root, (_, _, result) = runs
+    texts, model_dir = root / "latin1.txt", root / "never"
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == (f"error: {texts}:2: not UTF-8 text (byte 0xfc at column 2); "
                                                       f"save the file as UTF-8")
