@@ -1,15 +1,16 @@
-"""tasks.run_squad end to end through the CLI with a tiny model on a few articles of the real SQuAD dev files."""
+"""tasks.run_squad end to end through the CLI with a tiny model on a few articles of the real SQuAD dev files. Its
+five command lines run as children of one process (`forked_commands`): TensorFlow is imported once."""
 
 import json
-import pathlib
-import subprocess
-import sys
 
 import pytest
+from forked_commands import run_forked
 
 from official_bert.metrics.squad import evaluate
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+MISSING_DATA = [([], "training needs --train_file or --tfds_name"),
+                (["--do_train=false"], "nothing to do: give --predict_file or --tfds_name")]
 
 
 def _articles(source, target, indices, version, max_paragraphs=None):
@@ -20,14 +21,39 @@ def _articles(source, target, indices, version, max_paragraphs=None):
     return squad
 
 
-def _run(*args, check=True):
-    result = subprocess.run([sys.executable, "-m", "tasks.run_squad", "--max_seq_length=64", "--max_query_length=24",
-                             "--doc_stride=32",
-                             "--train_batch_size=16", "--eval_batch_size=128", "--num_train_steps=3", *args],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    if check:
-        assert result.returncode == 0, result.stderr[-3000:]
-    return result
+def _args(*args):
+    return ["--max_seq_length=64", "--max_query_length=24", "--doc_stride=32", "--train_batch_size=16",
+            "--eval_batch_size=128", "--num_train_steps=3", *args]
+
+
+@pytest.fixture(scope="module")
+def runs(shared_data, tiny_checkpoint, tmp_path_factory):
+    """The five command lines: (root, {name: CompletedProcess}): "v1" (its train file with one mismatched answer),
+    "v2 refused" (v2 data without --version_2_with_negative), "v2", and "missing 0", "missing 1" (`MISSING_DATA`)."""
+    root = tmp_path_factory.mktemp("squad_runs")
+    v1, v2 = root / "v1", root / "v2"
+    v1.mkdir()
+    v2.mkdir()
+    train = _articles(shared_data / "squad" / "v1.1" / "dev-v1.1.json", v1 / "train.json", [29, 32], "1.1")
+    _articles(shared_data / "squad" / "v1.1" / "dev-v1.1.json", v1 / "dev.json", [38], "1.1")
+    train["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1  # reported, never a crash
+    (v1 / "train.json").write_text(json.dumps(train))
+    source = shared_data / "squad" / "v2.0" / "cs224n-dev-half-v2.0.json"
+    _articles(source, v2 / "train.json", [4], "v2.0")
+    _articles(source, v2 / "dev.json", [0], "v2.0", max_paragraphs=12)
+    checkpoint = f"--init_checkpoint={tiny_checkpoint}"
+    v2_flags = [f"--train_file={v2 / 'train.json'}", f"--predict_file={v2 / 'dev.json'}", checkpoint]
+    commands = {"v1": [f"--train_file={v1 / 'train.json'}", f"--predict_file={v1 / 'dev.json'}", checkpoint,
+                       f"--model_dir={v1 / 'squad'}"],
+                "v2 refused": [*v2_flags, f"--model_dir={v2 / 'v1'}"],
+                "v2": [*v2_flags, f"--model_dir={v2 / 'squad2'}", "--version_2_with_negative",
+                       "--null_score_diff_threshold=0.5"],
+                **{f"missing {i}": [checkpoint, f"--model_dir={root / f'm{i}'}", *flags]
+                   for i, (flags, _) in enumerate(MISSING_DATA)}}
+    out = root / "out"
+    out.mkdir()
+    results = run_forked([("tasks.run_squad", _args(*args)) for args in commands.values()], out)
+    return root, dict(zip(commands, results))
 
 
 def _contexts(squad):
@@ -48,15 +74,12 @@ def _check_predictions(model_dir, squad):
     return predictions
 
 
-def test_v1_train_predict_evaluate(shared_data, tiny_checkpoint, tmp_path):
-    train = _articles(shared_data / "squad" / "v1.1" / "dev-v1.1.json", tmp_path / "train.json", [29, 32], "1.1")
-    dev = _articles(shared_data / "squad" / "v1.1" / "dev-v1.1.json", tmp_path / "dev.json", [38], "1.1")
+def test_v1_train_predict_evaluate(runs):
+    root, processes = runs
+    train, dev = (json.loads((root / "v1" / f"{name}.json").read_text()) for name in ("train", "dev"))
     bad = train["data"][0]["paragraphs"][0]["qas"][0]
-    bad["answers"][0]["answer_start"] += 1  # a mismatched answer is reported, never a crash
-    (tmp_path / "train.json").write_text(json.dumps(train))
-    model_dir = tmp_path / "squad"
-    result = _run(f"--train_file={tmp_path / 'train.json'}", f"--predict_file={tmp_path / 'dev.json'}",
-                  f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={model_dir}")
+    model_dir, result = root / "v1" / "squad", processes["v1"]
+    assert result.returncode == 0, result.stderr[-3000:]
     assert f"qas_id {bad['id']}: answer" in result.stderr and "mismatched_answers=1" in result.stderr
     assert "eval results" in result.stdout
     for name in ("task.json", "model.weights.h5", "encoder/model.safetensors", "train_results.json",
@@ -75,17 +98,14 @@ def test_v1_train_predict_evaluate(shared_data, tiny_checkpoint, tmp_path):
     assert 0 <= results["exact_match"] <= results["f1"] <= 100
 
 
-def test_v2_writes_null_odds_and_no_answer_figures(shared_data, tiny_checkpoint, tmp_path):
-    source = shared_data / "squad" / "v2.0" / "cs224n-dev-half-v2.0.json"
-    _articles(source, tmp_path / "train.json", [4], "v2.0")
-    dev = _articles(source, tmp_path / "dev.json", [0], "v2.0", max_paragraphs=12)
-    flags = [f"--train_file={tmp_path / 'train.json'}", f"--predict_file={tmp_path / 'dev.json'}",
-             f"--init_checkpoint={tiny_checkpoint}"]
-    refused = _run(*flags, f"--model_dir={tmp_path / 'v1'}", check=False)
+def test_v2_writes_null_odds_and_no_answer_figures(runs):
+    root, processes = runs
+    dev = json.loads((root / "v2" / "dev.json").read_text())
+    refused = processes["v2 refused"]
     assert refused.returncode != 0 and "pass --version_2_with_negative" in refused.stderr
 
-    model_dir = tmp_path / "squad2"
-    _run(*flags, f"--model_dir={model_dir}", "--version_2_with_negative", "--null_score_diff_threshold=0.5")
+    model_dir = root / "v2" / "squad2"
+    assert processes["v2"].returncode == 0, processes["v2"].stderr[-3000:]
     predictions = _check_predictions(model_dir, dev)
     null_odds = json.loads((model_dir / "null_odds.json").read_text())
     assert sorted(null_odds) == sorted(predictions)
@@ -98,10 +118,7 @@ def test_v2_writes_null_odds_and_no_answer_figures(shared_data, tiny_checkpoint,
         assert key in results
 
 
-@pytest.mark.parametrize("flags, message", [
-    ([], "training needs --train_file or --tfds_name"),
-    (["--do_train=false"], "nothing to do: give --predict_file or --tfds_name"),
-])
-def test_missing_data_is_a_usage_error(tiny_checkpoint, tmp_path, flags, message):
-    result = _run(f"--init_checkpoint={tiny_checkpoint}", f"--model_dir={tmp_path / 'm'}", *flags, check=False)
+@pytest.mark.parametrize("index", range(len(MISSING_DATA)))
+def test_missing_data_is_a_usage_error(runs, index):
+    result, message = runs[1][f"missing {index}"], MISSING_DATA[index][1]
     assert result.returncode != 0 and message in result.stderr
