@@ -1,14 +1,13 @@
-"""tasks.distill end to end on MRPC with a tiny teacher: a student model_dir that loads and exports."""
+"""tasks.distill end to end on MRPC with a tiny teacher: a student model_dir that loads and exports. Its two
+command lines run as children of one process (`forked_commands`): TensorFlow is imported once."""
 
 import json
-import pathlib
-import subprocess
-import sys
 
 import pytest
 from classifier_model_dirs import write_classifier_model_dir
+from forked_commands import run_forked
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -29,24 +28,31 @@ def teacher_dir(shared_data, tmp_path_factory):
     return write_classifier_model_dir(path, model, info, vocab)
 
 
-def _distill(shared_data, teacher_dir, model_dir, *extra):
-    command = [sys.executable, "-m", "tasks.distill", f"--teacher={teacher_dir}", "--student_layers=0,2",
-               f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={model_dir}", "--train_batch_size=8",
-               "--eval_batch_size=128", "--num_train_steps=2", *extra]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+@pytest.fixture(scope="module")
+def distilled(shared_data, teacher_dir, tmp_path_factory):
+    """The two command lines: (root, [CompletedProcess]): a student with hidden and attention losses
+    (`root/student`), and one with the teacher cached (`root/cached`)."""
+    root = tmp_path_factory.mktemp("distill")
+    common = [f"--teacher={teacher_dir}", "--student_layers=0,2", f"--data_dir={shared_data / 'glue' / 'MRPC'}",
+              "--train_batch_size=8", "--eval_batch_size=128", "--num_train_steps=2"]
+    commands = [[*common, f"--model_dir={root / 'student'}", "--hidden_weight=0.5", "--attention_weight=0.5"],
+                [*common, f"--model_dir={root / 'cached'}", "--cache_teacher"]]
+    (root / "out").mkdir()
+    results = run_forked([("tasks.distill", args) for args in commands], root / "out")
+    for result in results:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return root, results
 
 
-def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_dir, tmp_path):
+def test_distill_writes_a_student_model_dir_that_exports(distilled, teacher_dir, tmp_path):
     import numpy as np
     import tensorflow as tf
 
     from export.saved_model import export
     from official_bert.model_dir import load_model_dir
 
-    student_dir = tmp_path / "student"
-    result = _distill(shared_data, teacher_dir, student_dir, "--hidden_weight=0.5", "--attention_weight=0.5")
+    root, (result, _) = distilled
+    student_dir = root / "student"
     assert "eval results:" in result.stdout
     assert f"Model a student of {teacher_dir}: 2 layers" in result.stderr  # not the teacher's path alone
     assert json.loads((student_dir / "eval_results.json").read_text())["num_examples"] == 408
@@ -64,9 +70,9 @@ def test_distill_writes_a_student_model_dir_that_exports(shared_data, teacher_di
     np.testing.assert_allclose(outputs["logits"].numpy(), expected, atol=1e-4)
 
 
-def test_distill_with_the_teacher_cached(shared_data, teacher_dir, tmp_path):
+def test_distill_with_the_teacher_cached(distilled):
     """--cache_teacher: the teacher runs once over MRPC's first training epoch (3,668 pairs, some identical)."""
-    result = _distill(shared_data, teacher_dir, tmp_path / "student", "--cache_teacher")
+    result = distilled[1][1]
     assert "Teacher logits cached: batch 459/459" in result.stderr
     distinct = int(result.stderr.split("Cached the teacher's logits of ")[1].split()[0])
     assert 3600 < distinct <= 3668
