@@ -1,13 +1,13 @@
 """tasks.create_pretraining_data end to end on SQuAD contexts: two worker processes, sharded outputs, the recipe's
-statistics on the written records, the same bytes from one process, and no overwriting."""
+statistics on the written records, the same bytes from one process, and no overwriting. Its command lines run as
+children of one process (`forked_commands`): TensorFlow is imported once."""
 
 import math
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from forked_commands import run_forked
 
 from official_bert.data.pretraining_dataset import pretraining_dataset
 from official_bert.data.pretraining_vocab import MaskingVocab
@@ -16,7 +16,7 @@ from official_bert.data.pretraining_stats import MaskingStatistics
 from official_bert.data.pretraining_writer import PretrainingDataConfig, write_pretraining_records
 from official_bert.data.sentence_corpus import squad_documents, write_documents
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
 RECIPE = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15, short_seq_prob=0.1, dupe_factor=2,
               random_seed=99, chunk_chars=60_000)
 
@@ -36,18 +36,46 @@ def vocab_file(shared_data):
     return str(shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
 
 
-def _run(corpus, output, vocab_file, *extra):
+def _refusals():
+    """(corpus bytes, output, message) of each command line refused in one line."""
+    cases = [(b"A sentence.\ncaf\xe9 au lait.\n", "out.tfrecord",
+              "{tmp}/corpus.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+             (b"A sentence.\nAnother one.\n", "notes.txt/out.tfrecord",
+              "--output_file={tmp}/notes.txt/out.tfrecord-00000-of-00002 cannot be written: {tmp}/notes.txt is a file, "
+              "not a folder")]
+    if pathlib.Path("/proc/version").is_file():  # Linux's /proc
+        cases.append((b"A sentence.\nAnother one.\n", "/proc/out.tfrecord",
+                      "--output_file=/proc/out.tfrecord-00000-of-00002 cannot be written: No such file or directory "
+                      "(the folder /proc takes no new files)"))
+    return cases
+
+
+REFUSALS = _refusals()
+
+
+@pytest.fixture(scope="module")
+def runs(corpus, vocab_file, tmp_path_factory):
+    """(root, [CompletedProcess]): the two-worker run writing `root/cli/squad-*.tfrecord`, then one refused command
+    line per `REFUSALS` case, each in `root/refused<i>`."""
+    root = tmp_path_factory.mktemp("cli")
     flags = [f"--{k}={v}" for k, v in RECIPE.items()]
-    return subprocess.run([sys.executable, "-m", "tasks.create_pretraining_data",
-                           f"--input_file={corpus}/part-a.txt,{corpus}/part-b*.txt", f"--output_file={output}",
-                           f"--vocab_file={vocab_file}", "--num_output_shards=3", *flags, *extra],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    commands = [[f"--input_file={corpus}/part-a.txt,{corpus}/part-b*.txt", f"--output_file={root}/cli/squad-*.tfrecord",
+                 f"--vocab_file={vocab_file}", "--num_output_shards=3", *flags, "--num_workers=2"]]
+    for i, (corpus_bytes, output, _) in enumerate(REFUSALS):
+        tmp = root / f"refused{i}"
+        tmp.mkdir()
+        (tmp / "corpus.txt").write_bytes(corpus_bytes)
+        (tmp / "notes.txt").write_text("mine\n")
+        commands.append([f"--input_file={tmp / 'corpus.txt'}", f"--output_file={tmp / output}",
+                         f"--vocab_file={vocab_file}", "--num_output_shards=2", "--num_workers=0", "--dupe_factor=1"])
+    (root / "out").mkdir()
+    return root, run_forked([("tasks.create_pretraining_data", args) for args in commands], root / "out")
 
 
-def test_cli_two_workers_matches_one_process_and_the_recipe(corpus, vocab_file, tmp_path):
-    result = _run(corpus, tmp_path / "cli" / "squad-*.tfrecord", vocab_file, "--num_workers=2")
+def test_cli_two_workers_matches_one_process_and_the_recipe(corpus, vocab_file, runs, tmp_path):
+    root, (result, *_) = runs
     assert result.returncode == 0, result.stderr[-3000:]
-    files = sorted((tmp_path / "cli").iterdir())
+    files = sorted((root / "cli").iterdir())
     assert [f.name for f in files] == [f"squad-{i:05d}-of-00003.tfrecord" for i in range(3)]
     assert "documents: 300," in result.stdout and "masked fraction" in result.stdout
 
@@ -65,7 +93,7 @@ def test_cli_two_workers_matches_one_process_and_the_recipe(corpus, vocab_file, 
 
     vocab = MaskingVocab.from_tokens(load_vocab(vocab_file))
     stats = MaskingStatistics(vocab, 0.15, 20)
-    for batch in pretraining_dataset(f"{tmp_path}/cli/squad-*.tfrecord", 256, 128, 20, is_training=False):
+    for batch in pretraining_dataset(f"{root}/cli/squad-*.tfrecord", 256, 128, 20, is_training=False):
         stats.update({k: v.numpy() for k, v in batch.items()})
     c = stats.counts
     assert c["instances"] == instances and c["count_equal"] == instances and c["special_masked"] == 0
@@ -88,6 +116,7 @@ def test_cli_two_workers_matches_one_process_and_the_recipe(corpus, vocab_file, 
                                   config, num_workers=0)
     assert [f.read_bytes() for f in files] == before
     assert not list(tmp_path.glob("*/*.incomplete")) and not list(tmp_path.glob("new*"))
+    assert not list(root.glob("cli/*.incomplete"))
 
 
 def test_whole_word_masking_and_bad_input(corpus, vocab_file, tmp_path):
@@ -115,26 +144,10 @@ def test_whole_word_masking_and_bad_input(corpus, vocab_file, tmp_path):
     assert np.array_equal(output_paths("x", 2), ["x-00000-of-00002", "x-00001-of-00002"])
 
 
-@pytest.mark.parametrize("corpus_bytes, output, message", [
-    (b"A sentence.\ncaf\xe9 au lait.\n", "out.tfrecord",
-     "{tmp}/corpus.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
-    (b"A sentence.\nAnother one.\n", "notes.txt/out.tfrecord",
-     "--output_file={tmp}/notes.txt/out.tfrecord-00000-of-00002 cannot be written: {tmp}/notes.txt is a file, not a "
-     "folder"),
-    pytest.param(b"A sentence.\nAnother one.\n", "/proc/out.tfrecord",
-                 "--output_file=/proc/out.tfrecord-00000-of-00002 cannot be written: No such file or directory (the "
-                 "folder /proc takes no new files)",
-                 marks=pytest.mark.skipif(not pathlib.Path("/proc/version").is_file(), reason="needs Linux's /proc")),
-])
-def test_a_corpus_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(vocab_file, tmp_path, corpus_bytes,
-                                                                                  output, message):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_bytes(corpus_bytes)
-    (tmp_path / "notes.txt").write_text("mine\n")
-    result = subprocess.run([sys.executable, "-m", "tasks.create_pretraining_data", f"--input_file={corpus}",
-                             f"--output_file={tmp_path / output}", f"--vocab_file={vocab_file}",
-                             "--num_output_shards=2", "--num_workers=0", "--dupe_factor=1"],
-                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("index", range(len(REFUSALS)))
+def test_a_corpus_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(runs, index):
+    root, results = runs
+    tmp, result, message = root / f"refused{index}", results[1 + index], REFUSALS[index][2]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp_path)
-    assert (tmp_path / "notes.txt").read_text() == "mine\n" and not list(tmp_path.glob("out.tfrecord*"))
+    assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp)
+    assert (tmp / "notes.txt").read_text() == "mine\n" and not list(tmp.glob("out.tfrecord*"))
