@@ -1,13 +1,11 @@
 """ALBERT end to end, in-process: MRPC fine-tune from a tiny transformers ALBERT with a SentencePiece model trained
 here, the model_dir (spiece.model; encoder/ that transformers loads, tokenizer included), the raw-text export in TF
 Serving's loader and in LiteRT, the encoder export and feature extraction equal to AlbertModel, and a task's refusal
-of a tokenizer it does not take.
+of a tokenizer it does not take. Both exports go through TF Serving's loader in one fresh process.
 """
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +17,9 @@ from hf_references import albert_checkpoint
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.text import load_preprocessor
+from tests.export.session_loader import tool_checks
 
+pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
@@ -59,6 +59,35 @@ def exported(trained, tmp_path_factory):
     return export(str(model_dir), str(tmp_path_factory.mktemp("albert_export") / "mrpc"))
 
 
+@pytest.fixture(scope="module")
+def mlm_sop(checkpoint, shared_data, tmp_path_factory):
+    """`run_pretraining --objective=mlm_sop` from the ALBERT checkpoint, 2 steps, and its fill-mask export:
+    (model_dir, evaluation results, version directory)."""
+    from export.saved_model import export
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    root = tmp_path_factory.mktemp("albert_mlm_sop")
+    records = _sentence_order_records(shared_data, checkpoint, root / "train.tfrecord")
+    model_dir = root / "mlm_sop"
+    task = PretrainingTask(input_files=str(records), eval_files=str(records), max_predictions_per_seq=4,
+                           num_warmup_steps=1, objective="mlm_sop")
+    results = run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
+                                  train_batch_size=8, eval_batch_size=8, num_train_steps=2, checkpoint_steps=100))
+    return model_dir, results, export(str(model_dir), str(root / "export"), top_k=3)
+
+
+@pytest.fixture(scope="module")
+def session_checks(exported, mlm_sop):
+    """`session_loader_check.py` on the classifier and the fill-mask export, in one fresh process:
+    version directory -> (exit code, what it printed)."""
+    return tool_checks([exported, mlm_sop[2]])[0]
+
+
+def _assert_session_check_passed(session_checks, version):
+    code, printed = session_checks[str(version)]
+    assert code == 0 and "FAILED" not in printed, printed[-2000:]
+
+
 def test_fine_tune_writes_an_albert_model_dir_that_transformers_loads(trained, shared_data):
     model_dir, results = trained
     assert results["num_examples"] == 408 and 0.0 <= results["accuracy"] <= 1.0
@@ -77,7 +106,7 @@ def test_fine_tune_writes_an_albert_model_dir_that_transformers_loads(trained, s
     np.testing.assert_array_equal(inputs["input_type_ids"].numpy(), expected["token_type_ids"])
 
 
-def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, exported, shared_data):
+def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, exported, session_checks):
     from official_bert import model_dir as model_dirs
 
     model_dir, _ = trained
@@ -89,9 +118,7 @@ def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, expo
     assert out["truncated"].numpy().tolist() == [False, False, True]
     assert sorted(os.listdir(os.path.join(exported, "assets"))) == ["labels.txt", "spiece.model"]
     assert disallowed_ops(saved_model_ops(exported), ALLOWED_OPS | SAVER_OPS) == set()
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), exported],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+    _assert_session_check_passed(session_checks, exported)
 
 
 def test_tflite_of_the_albert_classifier_runs_in_litert_from_raw_text(exported):
@@ -173,32 +200,22 @@ def _sentence_order_records(shared_data, checkpoint, path, count=16):
     return path
 
 
-def test_mlm_sop_run_and_fill_mask_export_find_masks_as_transformers(checkpoint, shared_data, tmp_path):
+def test_mlm_sop_run_and_fill_mask_export_find_masks_as_transformers(mlm_sop, session_checks):
     """`run_pretraining --objective=mlm_sop` from the ALBERT checkpoint; its pretrainer/ loads as AlbertForPreTraining;
     the fill-mask export finds `[MASK]` as AlbertTokenizerFast (ids equal), answers from the model's own head, and
     runs in TF Serving's loader; its TFLite conversion names the string ops LiteRT lacks."""
     from export import tflite
-    from export.saved_model import export
     from official_bert import model_dir as model_dirs
-    from official_bert.tasks.pretraining import PretrainingTask
 
-    records = _sentence_order_records(shared_data, checkpoint, tmp_path / "train.tfrecord")
-    model_dir = tmp_path / "mlm_sop"
-    task = PretrainingTask(input_files=str(records), eval_files=str(records), max_predictions_per_seq=4,
-                           num_warmup_steps=1, objective="mlm_sop")
-    results = run(task, RunConfig(model_dir=str(model_dir), init_checkpoint=str(checkpoint), max_seq_length=SEQ,
-                                  train_batch_size=8, eval_batch_size=8, num_train_steps=2, checkpoint_steps=100))
+    model_dir, results, version = mlm_sop
     assert 0.0 <= results["sentence_order_accuracy"] <= 1.0
     heads = transformers.AlbertForPreTraining.from_pretrained(str(model_dir / "pretrainer"))
     assert heads.config.model_type == "albert"
 
-    version = export(str(model_dir), str(tmp_path / "export"), top_k=3)
     texts = ["The capital of France is [MASK].", "[MASK] likes [MASK] , and[MASK]", "no mask here", "[MASK]"]
     reference = transformers.AlbertTokenizerFast.from_pretrained(str(model_dir / "encoder"))
     assert_fill_mask_as_transformers(version, model_dirs.load_model_dir(str(model_dir)), reference, texts, SEQ, 3)
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
+    _assert_session_check_passed(session_checks, version)
     with pytest.raises(ValueError, match="needs ops TFLite lacks.*StringSplitV2"):
         tflite.convert(version)
 
