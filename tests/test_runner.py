@@ -3,8 +3,12 @@
 import dataclasses
 import json
 
+import pytest
+
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_task_runs_in_process_and_writes_its_model_dir(shared_data, tiny_checkpoint, tmp_path):
@@ -43,7 +47,6 @@ def test_train_on_real_tokens_false_trains_on_the_padded_batch(shared_data, tiny
 def test_a_mixed_precision_run_leaves_the_global_dtype_policy_as_it_found_it(shared_data, tiny_checkpoint, tmp_path,
                                                                             monkeypatch):
     import keras
-    import pytest
 
     from official_bert import model_dir as model_dirs
 

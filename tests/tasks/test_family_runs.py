@@ -15,6 +15,7 @@ from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.text import load_preprocessor
 
+pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
