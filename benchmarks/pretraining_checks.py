@@ -18,17 +18,23 @@ and evaluates.
     python -m benchmarks.pretraining_checks                      # both checks, full size (CPU: an hour or more)
     python -m benchmarks.pretraining_checks --check=continue --continue_steps=300
     python -m benchmarks.pretraining_checks --smoke              # a few minutes: short sequences, few steps
+
+Each run's checkpoints and weights are deleted once its eval_results.json is read (`--keep_checkpoints` keeps
+them), and a temporary work directory (no `--out`) once the figures are printed.
 """
 
 import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
@@ -109,8 +115,11 @@ def unigram_figures(train_ids, heldout_ids, vocab_size):
             float(np.mean(heldout_ids == majority)))
 
 
-def pretrain(model_dir, args, heldout, *flags):
-    """`tasks.run_pretraining` with the shared flags, evaluating on `heldout`; returns its eval_results.json."""
+def pretrain(model_dir, args, heldout, *flags, keep_weights=False):
+    """`tasks.run_pretraining` with the shared flags, evaluating on `heldout`; returns its eval_results.json.
+
+    Its checkpoints (and, unless `keep_weights`, its weights: a later run may start from them) are deleted once
+    the results are read, unless --keep_checkpoints."""
     run("tasks.run_pretraining", f"--model_dir={model_dir}", f"--eval_files={heldout}",
         f"--max_seq_length={args.max_seq_length}",
         f"--max_predictions_per_seq={args.max_predictions_per_seq}", f"--train_batch_size={args.train_batch_size}",
@@ -119,7 +128,10 @@ def pretrain(model_dir, args, heldout, *flags):
         *(f"--jit_compile={str(args.jit_compile).lower()}",) * (args.jit_compile is not None),
         *(f"--mixed_precision={args.mixed_precision}",) * bool(args.mixed_precision), *flags)
     with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as f:
-        return json.load(f)
+        results = json.load(f)
+    if not args.keep_checkpoints:
+        remove_checkpoints(model_dir, model_dirs=["."], weights=[] if keep_weights else ["."])
+    return results
 
 
 def main():
@@ -144,6 +156,7 @@ def main():
     parser.add_argument("--jit_compile", type=lambda v: v.lower() == "true", default=None)
     parser.add_argument("--mixed_precision", choices=["float16", "bfloat16"], default=None)
     parser.add_argument("--seed", type=int, default=12345)
+    add_keep_checkpoints_flag(parser)
     parser.add_argument("--smoke", action="store_true", help="a few minutes' run: sequences of 64, dupe_factor 1, "
                         "20 continue steps, 150 scratch steps, batch 16")
     args = parser.parse_args()
@@ -186,12 +199,15 @@ def main():
                            f"--vocab_file={vocab_file}", f"--input_files={train}",
                            f"--num_train_steps={args.scratch_steps}",
                            f"--num_warmup_steps={max(1, args.scratch_steps // 10)}",
-                           f"--learning_rate={args.scratch_learning_rate}", f"--optimizer={args.optimizer}")
+                           f"--learning_rate={args.scratch_learning_rate}", f"--optimizer={args.optimizer}",
+                           keep_weights=True)
         # The same weights on the first --train_eval_batches batches of the training records (fixed masks):
         # the corpus whose unigram entropy the check compares with.
         on_train = pretrain(os.path.join(out, "scratch-on-train"), args, train,
                             f"--init_checkpoint={os.path.join(out, 'scratch', 'pretrainer')}", "--do_train=false",
                             f"--max_eval_steps={args.train_eval_batches}")
+        if not args.keep_checkpoints:
+            remove_checkpoints(out, weights=["scratch"])
         lines += [f"(c) BERT-Tiny from scratch, {args.scratch_steps} steps: training-corpus masked-LM loss "
                   f"{on_train['masked_lm_loss']:.3f} nats (accuracy {on_train['masked_lm_accuracy']:.4f}, "
                   f"{on_train['masked_lm_predictions']} predictions of the training records) vs the training corpus' "
@@ -205,6 +221,8 @@ def main():
                   f"cross-entropy = {scratch['masked_lm_loss'] - unigram_ce:+.3f} nats"]
     print("\n== pretraining checks (work dir: " + out + ")")
     print("\n".join(lines))
+    if args.out is None and not args.keep_checkpoints:
+        shutil.rmtree(out)  # our own temporary directory: records and model_dirs, gigabytes at full size
 
 
 if __name__ == "__main__":
