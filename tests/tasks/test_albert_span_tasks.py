@@ -1,12 +1,10 @@
 """ALBERT on the span tasks: CoNLL tagging and SQuAD features equal transformers' (AlbertTokenizerFast with
 `is_split_into_words`; run_qa.py's `[CLS] Q [SEP] C [SEP]` windows, offsets and targets), and both tasks run (train,
 evaluate, predict) from a tiny ALBERT checkpoint with a SentencePiece model trained here, and export raw-text
-signatures that answer as the Keras model and load in TF Serving's session loader."""
+signatures that answer as the Keras model and load in TF Serving's session loader (both exports in one fresh
+process)."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,7 +18,9 @@ from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
 from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
                               assert_tagging_windows_equal_reference, conll_sentences, squad_sample)
+from tests.export.session_loader import tool_checks
 
+pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("sentencepiece")
@@ -92,41 +92,71 @@ def _run(task, model_dir, checkpoint, seq_length):
     return run(task, config)
 
 
-def _session_loader_check(shared_data, version):
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
-
-
-def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(shared_data, checkpoint, tmp_path):
-    from export.saved_model import build_module, export
-    from official_bert import model_dir as model_dirs
-    from official_bert.pipelines.entity_tagger import EntityTagger
+@pytest.fixture(scope="module")
+def tagging(shared_data, checkpoint, tmp_path_factory):
+    """A tagging run from the ALBERT checkpoint and its serving module, saved: (root, results, module, version)."""
+    from export.saved_model import build_module, save
     from official_bert.tasks.tagging import TaggingTask
 
-    data = tmp_path / "data"
+    root = tmp_path_factory.mktemp("albert_tagging")
+    data = root / "data"
     data.mkdir()
     for name, count in (("train.txt", 80), ("test.txt", 30)):
         (data / name).write_text(conll_sentences(shared_data / "conll2003" / "hf-iob2" / name, count))
-    texts_file = tmp_path / "texts.txt"
+    texts_file = root / "texts.txt"
     texts_file.write_text("Peter Blackburn flew to Brussels.\nThe EU rejects German calls , said Werner Zwingmann.\n")
-    results = _run(TaggingTask(str(data), predict_text_file=str(texts_file)), tmp_path / "model", checkpoint, TAG_SEQ)
+    results = _run(TaggingTask(str(data), predict_text_file=str(texts_file)), root / "model", checkpoint, TAG_SEQ)
+    module = build_module(str(root / "model"), str(root))  # what `export` builds, saved as it saves it
+    return root, results, module, save(module, str(root / "export"))
+
+
+@pytest.fixture(scope="module")
+def squad(checkpoint, squad_examples, tmp_path_factory):
+    """A SQuAD run from the ALBERT checkpoint and its serving module, saved: (root, results, module, version)."""
+    from export.saved_model import build_module, save
+    from official_bert.tasks.squad import SquadTask
+
+    root = tmp_path_factory.mktemp("albert_squad")
+    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
+                  for e in squad_examples]
+    data = root / "squad.json"
+    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
+    results = _run(task, root / "model", checkpoint, SEQ)
+    module = build_module(str(root / "model"), str(root))
+    return root, results, module, save(module, str(root / "export"))
+
+
+@pytest.fixture(scope="module")
+def session_checks(tagging, squad):
+    """`session_loader_check.py` on both exports, in one fresh process: version -> (exit code, what it printed)."""
+    return tool_checks([tagging[3], squad[3]])[0]
+
+
+def _assert_session_check_passed(session_checks, version):
+    code, printed = session_checks[str(version)]
+    assert code == 0 and "FAILED" not in printed, printed[-2000:]
+
+
+def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(tagging, session_checks):
+    from official_bert import model_dir as model_dirs
+    from official_bert.pipelines.entity_tagger import EntityTagger
+
+    root, results, module, version = tagging
     assert results["num_sentences"] == 30 and 0.0 <= results["f1"] <= 1.0
-    assert len((tmp_path / "model" / "predictions" / "test.txt").read_text().strip().split("\n\n")) == 30
+    assert len((root / "model" / "predictions" / "test.txt").read_text().strip().split("\n\n")) == 30
 
     texts = ["Peter Blackburn flew to Brussels.", "  The EU (Brussels) rejects it.",
              "Zürich's café", "EU  Werner\tZwingmann \n said. ", ""]
-    module = build_module(str(tmp_path / "model"), str(tmp_path))
     out = module.serving_default(tf.constant(texts))
-    tagger = EntityTagger.from_model_dir(str(tmp_path / "model"))
-    model = model_dirs.load_model_dir(str(tmp_path / "model")).model
+    tagger = EntityTagger.from_model_dir(str(root / "model"))
+    model = model_dirs.load_model_dir(str(root / "model")).model
     split = assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, TAG_SEQ)
     # words start at "▁" pieces and at the user-defined symbols ( ) " - .
     assert [texts[0][a:b] for a, b in split[0][1]] == ["Peter", "Blackburn", "flew", "to", "Brussels", "."]
     assert [texts[1][a:b] for a, b in split[1][1]][1:6] == ["EU", "(", "Brussels", ")", "rejects"]
     assert [texts[3][a:b] for a, b in split[3][1]] == ["EU", "Werner", "Zwingmann", "said", "."]
-    version = export(str(tmp_path / "model"), str(tmp_path / "export"))
-    _session_loader_check(shared_data, version)
+    _assert_session_check_passed(session_checks, version)
     # LiteRT: the offsets need ops it has no kernel for, and the conversion names them; token ids convert
     from export.tflite import convert
 
@@ -135,31 +165,23 @@ def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(shared_data, 
     assert convert(version, signature="serve_tokens")
 
 
-def test_squad_runs_from_albert_and_its_export_answers_as_the_model(shared_data, checkpoint, sentencepiece,
-                                                                    squad_examples, tmp_path):
-    from export.saved_model import build_module, export
+def test_squad_runs_from_albert_and_its_export_answers_as_the_model(squad, sentencepiece, squad_examples,
+                                                                    session_checks):
     from official_bert import model_dir as model_dirs
-    from official_bert.tasks.squad import SquadTask
 
-    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
-                  for e in squad_examples]
-    data = tmp_path / "squad.json"
-    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
-    task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
-    results = _run(task, tmp_path / "model", checkpoint, SEQ)
+    root, results, module, version = squad
     assert results["num_examples"] == 20 and results["num_windows"] > 40 and 0.0 <= results["f1"] <= 100.0
-    predictions = json.loads((tmp_path / "model" / "predictions.json").read_text())
+    predictions = json.loads((root / "model" / "predictions.json").read_text())
     assert sorted(predictions) == sorted(e.qas_id for e in squad_examples)
 
     examples = squad_examples[:4]
-    module = build_module(str(tmp_path / "model"), str(tmp_path))
     questions, contexts = [e.question for e in examples], [e.context for e in examples]
     out = module.serving_default(tf.constant(questions), tf.constant(contexts))
     # the export reads each question's first window: the features' first window, the same logits
     features, _ = build_features(examples, sentencepiece, SEQ, STRIDE, QUERY)
     first = [int(np.argmax(features.example_index == i)) for i in range(len(examples))]
     inputs = {k: v[first] for k, v in features.inputs.items()}
-    expected = model_dirs.load_model_dir(str(tmp_path / "model")).model(inputs)
+    expected = model_dirs.load_model_dir(str(root / "model")).model(inputs)
     np.testing.assert_allclose(out["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5, rtol=0)
     np.testing.assert_allclose(out["end_logits"].numpy(), expected["end_logits"].numpy(), atol=1e-5, rtol=0)
     for i, example in enumerate(examples):
@@ -168,4 +190,4 @@ def test_squad_runs_from_albert_and_its_export_answers_as_the_model(shared_data,
         span_start, span_end = spans[start, 0], spans[end, 1]
         assert span_start >= 0 and span_end >= 0 and start <= end
         assert out["answer_text"][i].numpy().decode() == example.context[span_start:span_end]
-    _session_loader_check(shared_data, export(str(tmp_path / "model"), str(tmp_path / "export")))
+    _assert_session_check_passed(session_checks, version)
