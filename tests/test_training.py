@@ -12,6 +12,8 @@ from official_bert.models.classifier import BertClassifier
 from official_bert.optimization import create_optimizer
 from official_bert.training import fit_resumable, set_mixed_precision
 
+pytestmark = pytest.mark.slow
+
 
 def test_unknown_settings_are_rejected():
     with pytest.raises(ValueError, match="mixed_precision"):
@@ -36,24 +38,22 @@ def _run(tiny_config, model_dir, total_steps, verbose=0):
     return model
 
 
-def test_interrupted_run_resumes_to_the_same_weights(tiny_config, tmp_path):
-    unbroken = _run(tiny_config, tmp_path / "unbroken", 10)
-    _run(tiny_config, tmp_path / "resumed", 5)  # stopped after step 5 (checkpoints at 3 and 5)
-    resumed = _run(tiny_config, tmp_path / "resumed", 10)  # a fresh process would rebuild the same way
-    assert int(resumed.optimizer.iterations.numpy()) == 10
-    for a, b in zip(unbroken.weights, resumed.weights):
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
-    # A finished run restarted does nothing more.
-    again = _run(tiny_config, tmp_path / "resumed", 10)
-    assert int(again.optimizer.iterations.numpy()) == 10
-
-
-def test_progress_is_logged_as_lines_when_output_is_not_a_terminal(tiny_config, tmp_path, caplog):
+def test_interrupted_run_resumes_to_the_same_weights_and_progress_is_logged_as_lines(tiny_config, tmp_path, caplog):
+    """One unbroken run (its progress lines checked too) against the same run stopped after step 5 and resumed."""
     with caplog.at_level(logging.INFO, logger="official_bert.training"):
-        _run(tiny_config, tmp_path / "run", 25, verbose=1)  # pytest's captured stdout is not a terminal
+        unbroken = _run(tiny_config, tmp_path / "unbroken", 25, verbose=1)  # pytest's captured stdout: no terminal
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     assert [line.split()[1] for line in lines] == ["20/25", "25/25"]
     assert all("loss" in line for line in lines)
+
+    _run(tiny_config, tmp_path / "resumed", 5)  # stopped after step 5 (checkpoints at 3 and 5)
+    resumed = _run(tiny_config, tmp_path / "resumed", 25)  # a fresh process would rebuild the same way
+    assert int(resumed.optimizer.iterations.numpy()) == 25
+    for a, b in zip(unbroken.weights, resumed.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    # A finished run restarted does nothing more.
+    again = _run(tiny_config, tmp_path / "resumed", 25)
+    assert int(again.optimizer.iterations.numpy()) == 25
 
 
 def test_a_killed_runs_checkpoint_temporaries_are_removed_and_named(tmp_path, caplog):
