@@ -14,25 +14,22 @@ says; the orders alternate between entry points), and runs to the end the third 
                -> every dataset of model.weights.h5 equals the unbroken run's (the resume at B was exact)
 
 Four CLI runs an entry point instead of five for two separately killed runs: a run costs 10 to 20 s on 2 cores
-(imports and tracing). Pre-training's 10,000-record shuffle buffer mixes the records of hundreds of epochs, so its
-"epoch boundary" is only a step count there.
+(imports and tracing). The four run as children of one process that imported TensorFlow once (`forked_commands`),
+which SIGKILLs a child as soon as its checkpoint is the latest.
+
+Pre-training's 10,000-record shuffle buffer mixes the records of hundreds of epochs, so its "epoch boundary" is only
+a step count there.
 """
 
 import dataclasses
 import json
-import pathlib
-import re
 import signal
-import subprocess
-import sys
-import time
 
 import h5py
 import numpy as np
 import pytest
+from forked_commands import run_forked
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,49 +168,29 @@ def _flags(case, data, request):
     return [*flags, f"--train_file={_multiple_choice(data / 'train.jsonl', case.examples)}"]
 
 
-def _command(case, flags, model_dir):
-    """The whole command; `--keep_checkpoints` keeps the unbroken run's ckpt-<second kill> to the end."""
-    return [sys.executable, "-m", case.module, *flags, f"--model_dir={model_dir}",
-            f"--train_batch_size={case.batch}", f"--num_train_steps={case.steps}", "--checkpoint_steps=1",
-            f"--keep_checkpoints={case.steps - case.kills[1] + 1}", "--deterministic",
-            *([] if case.module == "tasks.run_pretraining" else ["--do_eval=false"])]
+def _command(case, flags, model_dir, *kill):
+    """The whole command for `run_forked` (with an optional kill condition `(model_dir, step)`);
+    `--keep_checkpoints` keeps the unbroken run's ckpt-<second kill> to the end."""
+    return (case.module, [*flags, f"--model_dir={model_dir}", f"--train_batch_size={case.batch}",
+                          f"--num_train_steps={case.steps}", "--checkpoint_steps=1",
+                          f"--keep_checkpoints={case.steps - case.kills[1] + 1}", "--deterministic",
+                          *([] if case.module == "tasks.run_pretraining" else ["--do_eval=false"])], *kill)
 
 
-def _run(command):
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+def _finished(result):
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stderr
 
 
-def _latest_checkpoint(model_dir):
-    """The step of the checkpoint `<model_dir>/checkpoints/checkpoint` names as the latest (a resume reads it;
-    ckpt-K's files land before it names them), or None."""
-    try:
-        text = (model_dir / "checkpoints" / "checkpoint").read_text()
-    except FileNotFoundError:
-        return None
-    found = re.match(r'model_checkpoint_path: "(?:.*/)?ckpt-(\d+)"', text)
-    return int(found.group(1)) if found else None
-
-
-def _run_until_checkpoint(command, model_dir, step, log_path):
-    """Runs `command` and SIGKILLs it as soon as ckpt-`step` is the latest checkpoint; returns its log."""
-    with open(log_path, "w+") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.time() + 600
-        try:
-            while (latest := _latest_checkpoint(model_dir)) != step and process.poll() is None:
-                assert latest is None or latest < step, f"missed ckpt-{step}: ckpt-{latest} was already written"
-                assert time.time() < deadline, f"no ckpt-{step} in 600 s"
-                time.sleep(0.005)
-        finally:
-            process.send_signal(signal.SIGKILL)
-            process.wait()
-        log.seek(0)
-        text = log.read()
-    assert process.returncode == -signal.SIGKILL, f"the run ended (exit {process.returncode}) before ckpt-{step}:\n" \
-                                                  f"{text[-3000:]}"
-    assert not (model_dir / "model.weights.h5").exists(), "the run finished before it could be killed"
+def _killed_at(result, step):
+    """`result` was SIGKILLed by the parent as soon as ckpt-`step` was the latest checkpoint (`<model_dir>/checkpoints/
+    checkpoint` names it: a resume reads it; ckpt-K's files land before it names them); returns its log."""
+    latest, text = result.latest_checkpoint, result.stderr
+    assert latest is None or latest <= step, f"missed ckpt-{step}: ckpt-{latest} was already written"
+    assert result.returncode == -signal.SIGKILL, f"the run ended (exit {result.returncode}) before ckpt-{step}:\n" \
+                                                 f"{text[-3000:]}"
+    assert latest == step, f"the run was killed (latest ckpt-{latest}) before ckpt-{step}"
+    assert not (result.model_dir / "model.weights.h5").exists(), "the run finished before it could be killed"
     return text
 
 
@@ -255,18 +232,23 @@ def test_a_killed_deterministic_run_resumes_bit_identical(case, request, tmp_pat
     flags = _flags(case, tmp_path / "data", request)
     unbroken, resumed = tmp_path / "unbroken", tmp_path / "resumed"
 
-    log = _run(_command(case, flags, unbroken))
+    unbroken_run, started, resumed_killed, resumed_run = run_forked([
+        _command(case, flags, unbroken), _command(case, flags, resumed, (resumed, first)),
+        _command(case, flags, resumed, (resumed, second)), _command(case, flags, resumed)], tmp_path, timeout=1200)
+
+    log = _finished(unbroken_run)
     if case.module != "tasks.run_pretraining":  # the epoch is the one the case was sized for
         assert f"Training on {case.examples} examples: {case.steps} steps" in log, log[-3000:]
 
-    _run_until_checkpoint(_command(case, flags, resumed), resumed, first, tmp_path / "started.log")
-    log = _run_until_checkpoint(_command(case, flags, resumed), resumed, second, tmp_path / "resumed.log")
+    _killed_at(started, first)
+    log = _killed_at(resumed_killed, second)
     _check_resumed(log, resumed, first)
-    name = f"ckpt-{second}"
-    _assert_bit_identical(_checkpoint(unbroken / "checkpoints" / name), _checkpoint(resumed / "checkpoints" / name),
+    name = f"ckpt-{second}"  # as the killed run left it (the parent's copy of its model dir)
+    _assert_bit_identical(_checkpoint(unbroken / "checkpoints" / name),
+                          _checkpoint(resumed_killed.model_dir / "checkpoints" / name),
                           f"{name} (every variable) after a resume at step {first} ({case.where(first)})")
 
-    log = _run(_command(case, flags, resumed))
+    log = _finished(resumed_run)
     _check_resumed(log, resumed, second)
     _assert_bit_identical(_weights(unbroken), _weights(resumed),
                           f"model.weights.h5 after a resume at step {second} ({case.where(second)})")
