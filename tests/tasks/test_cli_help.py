@@ -1,7 +1,9 @@
 """`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py.
 
 One process imports TensorFlow once and forks a child per entry point that runs it as `python -m <module> --help`
-does (`runpy`, as `__main__`); one real `python -m` run shows that the two print the same."""
+does (`runpy`, as `__main__`). Each entry point also runs once as a real `python -m` in a fresh interpreter, the
+suite's one plain subprocess per entry point (the other tests may run it forked, after the parent's imports): it
+imports what it needs by itself and prints the same help."""
 
 import os
 import pathlib
@@ -49,11 +51,12 @@ def helps(tmp_path_factory):
     return dict(zip(ENTRY_POINTS, results))
 
 
-def test_a_forked_help_is_the_command_lines_help(helps):
-    result = subprocess.run([sys.executable, "-m", "tasks.run_classifier", "--help"], cwd=REPO_ROOT,
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_a_fresh_python_m_prints_the_forked_help(module, helps):
+    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,
                             capture_output=True, text=True, timeout=300, env=_env())
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    forked = helps["tasks.run_classifier"]
+    forked = helps[module]
     assert (forked.returncode, forked.stdout) == (result.returncode, result.stdout)
 
 
