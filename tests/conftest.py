@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import tempfile
 
 import pytest
 
@@ -10,6 +11,22 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def temporary_files_under_pytests_own(tmp_path_factory):
+    """The temporary files of the tests and of every process they start go under pytest's temporary directory
+    (which keeps the last three sessions), not /tmp: TensorFlow's autograph sources, TFDS's metadata folders, the
+    scratch vocab of a run killed on purpose (its `finally` never runs). Each worker gets its own."""
+    path = str(tmp_path_factory.mktemp("tmp"))
+    previous = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = path, path
+    yield
+    if previous[0] is None:
+        os.environ.pop("TMPDIR")
+    else:
+        os.environ["TMPDIR"] = previous[0]
+    tempfile.tempdir = previous[1]
 
 
 @pytest.fixture(scope="session")
