@@ -2,6 +2,8 @@
 tagging windows and SQuAD windows with a transformers fast tokenizer's (`is_split_into_words`; run_qa.py's
 overflowing windows, offsets and targets)."""
 
+import json
+
 import numpy as np
 
 from hf_references import run_qa_positions
@@ -27,6 +29,15 @@ def squad_sample(shared_data, reference, max_query, count=20):
         if len(examples) == count:
             return examples
     raise AssertionError(f"fewer than {count} short questions")
+
+
+def write_squad_file(examples, path):
+    """`examples` as a SQuAD v1.1 JSON file at `path` (a paragraph each: the task's --train_file / --predict_file);
+    returns `path`."""
+    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
+                  for e in examples]
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    return path
 
 
 def assert_tagging_windows_equal_reference(windows, words, labels, reference):

@@ -17,7 +17,7 @@ from official_bert.data.squad_examples import read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
 from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
-                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample)
+                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample, write_squad_file)
 from tests.export.session_loader import tool_checks
 
 pytestmark = pytest.mark.slow
@@ -117,10 +117,7 @@ def squad(checkpoint, squad_examples, tmp_path_factory):
     from official_bert.tasks.squad import SquadTask
 
     root = tmp_path_factory.mktemp("albert_squad")
-    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
-                  for e in squad_examples]
-    data = root / "squad.json"
-    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    data = write_squad_file(squad_examples, root / "squad.json")
     task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
     results = _run(task, root / "model", checkpoint, SEQ)
     module = build_module(str(root / "model"), str(root))

@@ -19,7 +19,7 @@ from official_bert.data.squad_examples import SquadExample
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
 from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
-                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample)
+                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample, write_squad_file)
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -139,10 +139,7 @@ def squad_run(checkpoint, squad_examples, tmp_path_factory):
     from official_bert.tasks.squad import SquadTask
 
     root = tmp_path_factory.mktemp("squad")
-    paragraphs = [{"context": e.context, "qas": [{"id": e.qas_id, "question": e.question, "answers": e.answers}]}
-                  for e in squad_examples]
-    data = root / "squad.json"
-    data.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    data = write_squad_file(squad_examples, root / "squad.json")
     task = SquadTask(train_file=str(data), predict_file=str(data), doc_stride=STRIDE, max_query_length=QUERY)
     results = _run(task, root / "model", checkpoint, SEQ)
     return root, results
