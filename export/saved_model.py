@@ -230,8 +230,8 @@ def save(module, export_dir, version=None):
     staging = owned_files.claim(export_dir, _staging_name(version))  # not numeric: servers ignore it
     os.makedirs(staging)
     try:
-        tf.saved_model.save(module.saved_object(), staging, signatures=module.signatures(),
-                            options=serving_save_options())
+        root, signatures = module.saved_object()
+        tf.saved_model.save(root, staging, signatures=signatures, options=serving_save_options())
         os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
         write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), module.warmup_requests())
         umask = os.umask(0)

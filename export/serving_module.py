@@ -110,24 +110,32 @@ class ServingModule(tf.Module):
         return {name: getattr(self, name) for name in SIGNATURES}
 
     def saved_object(self):
-        """The object to write with `tf.saved_model.save`: the functions, the assets and the plain `tf.Variable`s.
+        """What `tf.saved_model.save` writes: the object (its functions, assets and plain `tf.Variable`s) and the
+        serving signatures, name -> function.
 
         Saving the module itself would also save its Keras layers, whose Keras 3 variables each export a second
         variable handle: the signatures read one and TF Serving's session-based loader (and `saved_model_cli
         run`) restores the other, so every request fails with "Could not find variable". Keras' own
         `ExportArchive` avoids this the same way: the saved object holds only the `tf.Variable`s the functions
         read, one handle each, restored by the saver.
+
+        Each function is traced once, here, to find those variables; the object holds a function that calls that
+        trace (`_calling`), so `tf.saved_model.save` does not trace the model a second time.
+
+        Returns:
+            `(root, signatures)`: a `tf.Module`, and `signatures()`'s names -> its functions.
         """
         functions = {**self.signatures(), "tflite_serving_default": self.tflite_serving_default}
         root = tf.Module(name=self.name)
         variables = {}
         for name, function in functions.items():
-            setattr(root, name, function)
-            for variable in function.get_concrete_function().variables:  # what the traced graph captures
+            traced = function.get_concrete_function()
+            setattr(root, name, _calling(traced))
+            for variable in traced.variables:  # what the traced graph captures
                 variables[id(variable)] = variable
         root.weights = list(variables.values())
         root.assets = dict(self.assets)
-        return root
+        return root, {name: getattr(root, name) for name in self.signatures()}
 
     def warmup_requests(self):
         """The warm-up requests `export.saved_model.save` writes: `export.warmup.warmup_requests`, and with
@@ -159,6 +167,17 @@ class ServingModule(tf.Module):
     def tflite_answer_text(self, texts):
         """`answer_text` with only TFLite-convertible ops; by default `answer_text` itself."""
         return self.answer_text(texts)
+
+
+def _calling(traced):
+    """A `tf.function` with the inputs of the concrete function `traced` that calls it.
+
+    `tf.saved_model.save` traces every function it saves again inside its own save context (a different cache key
+    from a trace made outside it): a function that calls `traced` costs it one call op, where the original
+    `tf.function` would trace the whole model a second time.
+    """
+    specs = traced.structured_input_signature[0]  # the positional TensorSpecs, named after the inputs
+    return tf.function(lambda *inputs: traced(*inputs), input_signature=specs, autograph=False)
 
 
 def with_labels_file(assets, label_names, staging_dir):
