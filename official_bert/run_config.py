@@ -109,4 +109,4 @@ class RunContext:
         """A `Preprocessor` of the run's vocab, casing and sequence length (raw strings -> encoder inputs)."""
         from official_bert.text.preprocessing import text_preprocessor
 
-        return text_preprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length)
+        return text_preprocessor(self.vocab_file, self.lower_case, self.config.max_seq_length, self.tokenizer)

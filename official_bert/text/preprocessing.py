@@ -184,7 +184,7 @@ def tokenizer_from_files(vocab_file, lower_case):
     return BertTokenizer(vocab_file=vocab_file, lower_case=lower_case)
 
 
-def text_preprocessor(vocab_file, lower_case, seq_length) -> Preprocessor:
+def text_preprocessor(vocab_file, lower_case, seq_length, tokenizer=None) -> Preprocessor:
     """The `Preprocessor` of a model's vocab file: WordPiece (`vocab.txt`) or ALBERT's `spiece.model` with BERT's
     packing, byte-level BPE (`vocab.json`) with RoBERTa's.
 
@@ -192,6 +192,8 @@ def text_preprocessor(vocab_file, lower_case, seq_length) -> Preprocessor:
         vocab_file: the vocab file (a str or path).
         lower_case: True for uncased models (not used by byte-level BPE).
         seq_length: the packed length, special tokens included.
+        tokenizer: `tokenizer_from_files(vocab_file, lower_case)` when the caller has built it already (None: built
+            here).
 
     Examples:
 
@@ -202,7 +204,8 @@ def text_preprocessor(vocab_file, lower_case, seq_length) -> Preprocessor:
     """
     vocab_file = str(vocab_file)
     layout = ROBERTA_LAYOUT if tokenizer_kind(vocab_file) == BPE else BERT_LAYOUT
-    return Preprocessor(tokenizer_from_files(vocab_file, lower_case), seq_length, layout=layout)
+    tokenizer = tokenizer_from_files(vocab_file, lower_case) if tokenizer is None else tokenizer
+    return Preprocessor(tokenizer, seq_length, layout=layout)
 
 
 def model_type_of(directory) -> str:
