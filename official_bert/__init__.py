@@ -3,7 +3,9 @@
 Importing the package registers every Keras object of ours (models, optimizers, learning-rate schedules), so
 `keras.saving.load_model` reads a saved `.keras` model after `import official_bert`, and the task models are
 importable from here: `from official_bert import BertClassifier` (and `Embedder`, imported on first use). None of
-this needs TensorFlow but the Embedder: the models run on Keras' JAX and torch backends too.
+this needs TensorFlow but the Embedder: the models run on Keras' JAX and torch backends too. The task models'
+`from_pretrained(path, labels=[...])` builds one that takes raw strings (its preprocessor, in-graph TensorFlow, is
+part of it: `official_bert.models.text_inputs`).
 
 Run as one of our entry points (`python -m tasks.run_classifier`, `python -m export.saved_model`, ...), the
 package first keeps TensorFlow's native start-up lines off the console (`official_bert.cli`), which has to

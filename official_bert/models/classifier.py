@@ -87,10 +87,18 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
             return [keras.metrics.MeanSquaredError(name="mse")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
 
+    label_count_argument = "num_classes"  # the constructor argument that `from_pretrained(labels=...)` sets
+
+    def task_fields(self):
+        """task.json's fields of the head (`TextInputs.export`): its label names (GLUE's "0", "1", ... where none
+        were given), regression or not."""
+        names = list(self.label_names or ([] if self.num_classes == 1 else map(str, range(self.num_classes))))
+        return {"label_names": names, "is_regression": self.num_classes == 1}
+
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,
                 "dropout_rate": self.dropout_rate, "train_on_real_tokens": self.train_on_real_tokens, "name": self.name,
-                "trainable": self.trainable}
+                "trainable": self.trainable, **self.text_inputs_config()}
 
     @classmethod
     def from_config(cls, config):

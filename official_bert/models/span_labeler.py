@@ -19,7 +19,9 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
     `cls/squad/output_bias`) and Hugging Face `BertForQuestionAnswering` (`qa_outputs.weight` [2, hidden],
     `qa_outputs.bias`); load either, or a plain encoder checkpoint, with
     `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path, optional_pooler=True)`.
-    The pooler is not trained (see `SequenceOutputModel`).
+    The pooler is not trained (see `SequenceOutputModel`). Built by `from_pretrained(path)`, it also takes raw
+    (question, context) pairs (`TextInputs`), packed as one sequence each (no SQuAD windows): `predict((questions,
+    contexts))` gives the start and end logits of each packed piece.
 
     Training on TensorFlow runs on the batch's real tokens only (`RealTokenTraining.trains_on_real_tokens` says
     where): SQuAD v1.1's windows at seq 384 are 47% real tokens. Its softmax over start (end) positions then
@@ -78,9 +80,16 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
     def default_loss_weights(self):
         return {name: 0.5 for name in SPAN_OUTPUTS}
 
+    def task_fields(self):
+        """Refuses: a SQuAD export needs the answer settings of a `tasks.run_squad` run (its windows, question and
+        answer lengths), which a model built in Python does not have."""
+        raise ValueError("BertSpanLabeler.export: train it with python -m tasks.run_squad and export that model_dir "
+                         "(python -m export.saved_model), which records the answer settings the export serves")
+
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder),
-                "train_on_real_tokens": self.train_on_real_tokens, "name": self.name, "trainable": self.trainable}
+                "train_on_real_tokens": self.train_on_real_tokens, "name": self.name, "trainable": self.trainable,
+                **self.text_inputs_config()}
 
     @classmethod
     def from_config(cls, config):

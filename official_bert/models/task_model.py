@@ -10,10 +10,12 @@ import keras
 
 from official_bert import keras_compat
 from official_bert.models.distribution import reducible_across_workers
+from official_bert.models.text_inputs import TextInputs
 
 
-class TaskModel(keras.Model):
-    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy."""
+class TaskModel(TextInputs, keras.Model):
+    """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy;
+    with a preprocessor, it takes raw strings (`TextInputs`)."""
 
     def default_loss(self):
         """The loss `compile(loss="auto")` uses."""

@@ -13,7 +13,9 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
     Output: logits (batch, seq, num_labels) in float32. Its default loss (`compile(loss="auto")`) skips
-    positions labeled `IGNORE_LABEL` (-100).
+    positions labeled `IGNORE_LABEL` (-100). Built by `from_pretrained(path, labels=[...])`, it also takes raw
+    texts (`TextInputs`): `predict(["EU rejects German call"])` gives the logits of each packed piece, and
+    `export(dir)` the tagger's raw-text SavedModel (entities as words and character spans).
 
     The pooler is not trained (see `SequenceOutputModel`). The head is Hugging Face
     `BertForTokenClassification`'s (`classifier.weight` / `.bias`); load such a checkpoint, or a plain encoder
@@ -72,10 +74,17 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         """Mean cross-entropy over the positions whose label is not `IGNORE_LABEL` (as PyTorch's ignore_index)."""
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
 
+    label_count_argument = "num_labels"  # the constructor argument that `from_pretrained(labels=...)` sets
+
+    def task_fields(self):
+        """task.json's fields of the head (`TextInputs.export`): the tag names ("0", "1", ... where none were
+        given)."""
+        return {"label_names": list(self.label_names or map(str, range(self.num_labels)))}
+
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_labels": self.num_labels,
                 "dropout_rate": self.dropout_rate, "train_on_real_tokens": self.train_on_real_tokens, "name": self.name,
-                "trainable": self.trainable}
+                "trainable": self.trainable, **self.text_inputs_config()}
 
     @classmethod
     def from_config(cls, config):

@@ -20,6 +20,7 @@ from official_bert.hf_config import read_hf_config
 from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.tokenizer import BertTokenizer
+from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
 from official_bert.tokenizer_kinds import (BPE, BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE,
                                            SENTENCEPIECE_FILE, WORDPIECE_FILE, XLM_ROBERTA_FILE,
@@ -29,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 
 
+@keras.saving.register_keras_serializable(package="official_bert")
 class Preprocessor(keras.layers.Layer):
     """Tokenizes and packs one or two batches of raw strings, in-graph, for one encoder family.
 
@@ -61,6 +63,7 @@ class Preprocessor(keras.layers.Layer):
         self.layout = layout
         self.special_tokens = tokenizer.get_special_tokens_dict()
         self.packer = BertPackInputs(self.seq_length, self.special_tokens, layout=layout)
+        self.built = True  # no weights: nothing to build (a model read back by Keras would warn)
 
     def tokenize(self, text, with_offsets=False):
         """The tokenizer on a [batch] string Tensor: int32 ids [batch, (pieces)] (and int64 byte offsets)."""
@@ -83,6 +86,14 @@ class Preprocessor(keras.layers.Layer):
         if not 1 <= len(texts) <= 2:
             raise ValueError(f"a Preprocessor takes one or two string tensors, got {len(texts)}")
         return self.pack(texts)[0]
+
+    def get_config(self):  # the tokenizer's vocabulary inline: a saved `.keras` model carries it
+        return {**super().get_config(), "tokenizer": serialize_tokenizer(self.tokenizer),
+                "seq_length": self.seq_length, "layout": self.layout}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**{**config, "tokenizer": deserialize_tokenizer(config["tokenizer"])})
 
 
 @dataclasses.dataclass

@@ -1,0 +1,280 @@
+"""TextInputs: a task model that takes raw strings, its preprocessor part of it (keras-hub's Task does the same).
+
+A task model built with a `Preprocessor` (`BertClassifier.from_pretrained(path, ...)`, or `preprocessor=` in its
+constructor) takes Python lists or NumPy arrays of strings in `fit`, `evaluate` and `predict` (a pair of texts as
+a tuple or dict of two arrays), or a `tf.data.Dataset` of strings: the preprocessor is mapped over a `tf.data`
+pipeline, outside the jit-compiled step (XLA has no string kernels), and the model runs on the packed ints as
+before. Packed int inputs still work as they always did. The preprocessor (its vocabulary inline), the label
+names and the text feature names are in the model's config, so `model.save("x.keras")` and
+`keras.saving.load_model` round-trip them; `model.export(dir)` writes the raw-text TF-Serving SavedModel of
+`python -m export.saved_model`.
+
+`from_pretrained` and `export` read checkpoint files and write SavedModels, which the models layer knows nothing
+of: they live in `official_bert.pipelines.task_models`, named here by dotted path and imported when called (as
+`task_kinds` names export's serving modules), so that the models import nothing above them.
+"""
+
+import importlib
+
+import keras
+import numpy as np
+
+TASK_MODELS = "official_bert.pipelines.task_models"  # from_pretrained and export (imported when called)
+DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
+PAIR_FEATURES = ("text", "text_b")  # the serving input names of unnamed texts (a tuple), as GLUE's
+
+
+def _is_texts(values):
+    """Whether `values` (a list or array) holds strings."""
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind in "USO" and (values.dtype.kind != "O" or all(
+            isinstance(v, (str, bytes)) for v in values.flat))
+    return isinstance(values, list) and bool(values) and all(isinstance(v, (str, bytes)) for v in values)
+
+
+def text_segments(x):
+    """The texts of an in-memory `x`: `(names, [array of str per segment])`, or None when `x` holds no strings.
+
+    Args:
+        x: a list or 1-D array of strings; a tuple of one or two of them (a pair: `("text", "text_b")`); or a dict
+            of one or two of them, its keys the names. Anything else (packed ints) is not text.
+    Raises:
+        TypeError: a single string (a list of texts is expected).
+        ValueError: more than two texts per example, or texts of unequal counts.
+    """
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"got the single string {x[:40]!r}; pass a list of texts")
+    if isinstance(x, dict) and x and all(_is_texts(v) for v in x.values()):
+        names, parts = tuple(x), list(x.values())
+    elif isinstance(x, tuple) and x and all(_is_texts(v) for v in x):
+        names, parts = PAIR_FEATURES[:len(x)], list(x)
+    elif _is_texts(x):
+        names, parts = PAIR_FEATURES[:1], [x]
+    else:
+        return None
+    if len(parts) > 2:
+        raise ValueError(f"got {len(parts)} texts per example ({', '.join(map(str, names))}); at most two (a pair)")
+    counts = {len(part) for part in parts}
+    if len(counts) > 1:
+        raise ValueError(f"the texts of a pair differ in count: {', '.join(map(str, names))} have "
+                         f"{[len(part) for part in parts]}")
+    return names, [np.asarray(part, dtype=object) for part in parts]
+
+
+def _dataset_texts(spec):
+    """Whether a dataset's `x` element spec is strings: a string spec, or a tuple or dict of them."""
+    import tensorflow as tf
+
+    specs = list(spec.values()) if isinstance(spec, dict) else list(spec) if isinstance(spec, tuple) else [spec]
+    return bool(specs) and all(isinstance(s, tf.TensorSpec) and s.dtype == tf.string for s in specs)
+
+
+class TextInputs:
+    """Mixin (before `keras.Model` in `TaskModel`'s bases): raw-string inputs through the model's own preprocessor.
+
+    Args (keyword arguments of every task model's constructor, echoed by its `get_config`):
+        preprocessor: an `official_bert.text.Preprocessor` (or its config), or None: the model then takes packed
+            ints only, and strings are refused with what to do instead.
+        label_names: the class (tag) names in id order, or None. `fit` and `evaluate` then take them as labels
+            too, and `export` answers them; `predict` still returns logits, as Keras does.
+        text_features: the names of the texts, e.g. ("text", "text_b") (None: taken from the first `fit` on
+            texts): `export`'s serving inputs.
+    """
+
+    label_count_argument = None  # the constructor argument `from_pretrained(labels=...)` sets: "num_classes", ...
+
+    def __init__(self, *args, preprocessor=None, label_names=None, text_features=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(preprocessor, dict):  # read back from a config: its class registers when imported
+            from official_bert.text.preprocessing import Preprocessor  # noqa: F401  (TensorFlow's: only here)
+
+            preprocessor = keras.saving.deserialize_keras_object(preprocessor)
+        self.preprocessor = preprocessor
+        self.label_names = None if label_names is None else tuple(str(name) for name in label_names)
+        self.text_features = None if text_features is None else tuple(text_features)
+
+    @classmethod
+    def from_pretrained(cls, path, labels=None, seq_length=128, lower_case=None, **kwargs):
+        """The task model on a pretrained encoder, with its tokenizer as its preprocessor; a new, untrained head.
+
+        Args:
+            path: a Hugging Face or Google checkpoint directory, a model_dir of ours (its encoder), or a Hugging
+                Face hub id (`google-bert/bert-base-uncased`: downloaded into huggingface_hub's cache).
+            labels: the class (tag) names; their count sizes the head (or give `num_classes` / `num_labels`).
+            seq_length: the packed length of the texts, special tokens included.
+            lower_case: overrides the casing found beside the checkpoint.
+            **kwargs: the model's constructor arguments (`num_classes`, `dropout_rate`, ...).
+
+        Examples:
+        ```python
+        model = official_bert.BertClassifier.from_pretrained("bert-dir", labels=["neg", "pos"])
+        model.compile(optimizer=keras.optimizers.Adam(2e-5))
+        model.fit(["a gripping film", "a dull film"], ["pos", "neg"], epochs=3)
+        model.predict(["what a film"])  # (1, 2) logits
+        ```
+        """
+        return importlib.import_module(TASK_MODELS).from_pretrained(cls, path, labels, seq_length, lower_case,
+                                                                    **kwargs)
+
+    def text_inputs_config(self):
+        """The constructor arguments of this mixin, for the model's `get_config`."""
+        return {"preprocessor": None if self.preprocessor is None else
+                keras.saving.serialize_keras_object(self.preprocessor),
+                "label_names": None if self.label_names is None else list(self.label_names),
+                "text_features": None if self.text_features is None else list(self.text_features)}
+
+    def task_fields(self):
+        """The model's task.json fields besides the texts' (`export`); a task model adds its head's."""
+        return {}
+
+    def export(self, filepath, format="tf_saved_model", version=None, **kwargs):
+        """With a preprocessor: the raw-text TF-Serving SavedModel that `python -m export.saved_model` writes for
+        a model_dir of this model (signatures, `assets/`, warm-up requests), in `<filepath>/<version>/`; returns
+        that directory. Without one (or another `format`), Keras' own `Model.export`.
+
+        Args:
+            filepath: the export's base directory (TF Serving's `--model_base_path`).
+            format: "tf_saved_model"; any other is Keras'.
+            version: a positive integer; default: one more than the highest there (1 if none).
+            **kwargs: Keras' `export` arguments (without a preprocessor).
+        """
+        if self.preprocessor is None or format != "tf_saved_model":
+            return super().export(filepath, format=format, **kwargs)
+        if kwargs:
+            raise TypeError(f"export of a model with a preprocessor takes filepath and version; got {sorted(kwargs)}")
+        return importlib.import_module(TASK_MODELS).export(self, filepath, version)
+
+    def fit(self, x=None, y=None, batch_size=None, validation_data=None, validation_split=0.0, shuffle=True,
+            sample_weight=None, **kwargs):
+        """`keras.Model.fit`; texts (see the class) go through the preprocessor in `tf.data`, batched by
+        `batch_size` (default 32), shuffled each epoch unless `shuffle=False`; `validation_split` takes the last
+        examples, as Keras does."""
+        segments = text_segments(x)
+        if segments is not None:
+            self._record_text_features(segments[0])
+            if validation_split and validation_data is None:
+                x, y, sample_weight, validation_data = _split(segments, y, sample_weight, validation_split)
+                validation_split = 0.0
+            x = self._text_dataset(x, y, sample_weight, batch_size, shuffle)
+            y = sample_weight = batch_size = None
+            shuffle = False  # (done in the dataset; Keras warns that it cannot shuffle one)
+        elif self._is_text_dataset(x):
+            x = self._mapped(x)
+        if validation_data is not None:
+            validation_data = self._validation_dataset(validation_data, batch_size)
+        return super().fit(x, y, batch_size=batch_size, validation_data=validation_data,
+                           validation_split=validation_split, shuffle=shuffle, sample_weight=sample_weight, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`, taking texts as `fit` does."""
+        if text_segments(x) is not None:
+            x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size), None, None, None
+        elif self._is_text_dataset(x):
+            x = self._mapped(x)
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`, taking texts as `fit` does: the logits (never label names, as Keras)."""
+        if text_segments(x) is not None:
+            x, batch_size = self._text_dataset(x, batch_size=batch_size), None
+        elif self._is_text_dataset(x):
+            x = self._mapped(x)
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def _check_preprocessor(self):
+        if self.preprocessor is None:
+            name = type(self).__name__
+            raise ValueError(f"{name} got strings but has no preprocessor: build it with {name}.from_pretrained("
+                             "path, ...) or pass preprocessor=official_bert.text.load_preprocessor(path, "
+                             "seq_length), or pass packed inputs (input_word_ids, input_mask, input_type_ids)")
+
+    def _record_text_features(self, names):
+        """The names of the texts `fit` saw become `text_features` (the export's inputs) where none are set."""
+        if self.text_features is None:
+            self.text_features = tuple(str(name) for name in names)
+        elif len(self.text_features) != len(names):
+            raise ValueError(f"got {len(names)} text(s) per example, but the model takes {len(self.text_features)} "
+                             f"({', '.join(self.text_features)})")
+
+    def _label_ids(self, y):
+        """`y` as label ids: strings become their index in `label_names`; anything else passes through."""
+        if y is None or not _is_texts(y):
+            return y
+        if self.label_names is None:
+            raise ValueError(f"got string labels (e.g. {y[0]!r}), but {type(self).__name__} has no label_names; "
+                             "pass labels=[...] to from_pretrained, or integer label ids")
+        index = {name: i for i, name in enumerate(self.label_names)}
+        unknown = sorted({str(label) for label in y if str(label) not in index})
+        if unknown:
+            raise ValueError(f"labels {unknown[:5]} are not among the model's label_names {list(self.label_names)}")
+        return np.array([index[str(label)] for label in y], np.int32)
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """An in-memory `(texts, y, sample_weight)` as a batched `tf.data.Dataset` of packed inputs."""
+        import tensorflow as tf
+
+        self._check_preprocessor()
+        texts = tuple(tf.constant(part.tolist(), tf.string) for part in text_segments(x)[1])  # each (examples,)
+        if y is None and sample_weight is not None:
+            raise ValueError("sample_weight needs labels (y)")
+        parts = (texts,) + tuple(v for v in (self._label_ids(y), sample_weight) if v is not None)
+        dataset = tf.data.Dataset.from_tensor_slices(parts)  # (x,) or (x, y[, sample_weight]), x a tuple of texts
+        if shuffle:
+            dataset = dataset.shuffle(len(texts[0]), reshuffle_each_iteration=True)
+        return self._mapped(dataset.batch(batch_size or DEFAULT_BATCH_SIZE))
+
+    def _is_text_dataset(self, x):
+        import tensorflow as tf
+
+        if not isinstance(x, tf.data.Dataset):
+            return False
+        spec = x.element_spec
+        texts = _dataset_texts(spec[0] if isinstance(spec, tuple) else spec)
+        if texts:
+            self._check_preprocessor()
+        return texts
+
+    def _mapped(self, dataset):
+        """A batched dataset of texts mapped through the preprocessor, x becoming the encoder's dict of
+        (batch, seq_length) int32. As Keras reads a dataset, a tuple element is `(x, y[, sample_weight])`, anything
+        else is x; x is a [batch] string Tensor, or a tuple or dict of one or two (a pair)."""
+        import tensorflow as tf
+
+        def pack(x):
+            return self.preprocessor(list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, tuple)
+                                     else [x])
+
+        if isinstance(dataset.element_spec, tuple):
+            dataset = dataset.map(lambda x, *rest: (pack(x), *rest), num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def _validation_dataset(self, validation_data, batch_size):
+        """`fit`'s `validation_data` ((texts, y[, sample_weight]) or a dataset) with its texts packed."""
+        if self._is_text_dataset(validation_data):
+            return self._mapped(validation_data)
+        if isinstance(validation_data, tuple) and text_segments(validation_data[0]) is not None:
+            return self._text_dataset(*validation_data, batch_size=batch_size)
+        return validation_data
+
+
+def _split(segments, y, sample_weight, fraction):
+    """Keras' `validation_split` on texts: the last `fraction` of the examples is held out.
+
+    Returns: `(x, y, sample_weight, validation_data)`, x a tuple of the kept texts."""
+    names, parts = segments
+    count = len(parts[0])
+    cut = count - int(count * fraction)
+    if cut in (0, count):
+        raise ValueError(f"validation_split={fraction} of {count} examples leaves no training or validation data")
+
+    def head(v):
+        return None if v is None else np.asarray(v)[:cut]
+
+    def tail(v):
+        return None if v is None else np.asarray(v)[cut:]
+
+    held = tuple(v for v in (dict(zip(names, [tail(p) for p in parts])), tail(y), tail(sample_weight))
+                 if v is not None)
+    return dict(zip(names, [head(p) for p in parts])), head(y), head(sample_weight), held

@@ -1,0 +1,110 @@
+"""The file side of a task model that takes raw strings (`official_bert.models.text_inputs.TextInputs`): building
+it from a pretrained checkpoint (`from_pretrained`) and exporting it for TF Serving (`export`).
+
+Examples:
+
+>>> model = BertClassifier.from_pretrained("../shared/data/all-MiniLM-L6-v2", labels=["neg", "pos"])
+>>> model.export("out/export/mine")  # the raw-text SavedModel, as python -m export.saved_model writes it
+'out/export/mine/1'
+"""
+
+import os
+import re
+import tempfile
+
+from official_bert import model_dir as model_dirs
+from official_bert.families import check_sequence_length
+from official_bert.task_kinds import kind_of_model, resolve
+from official_bert.text.preprocessing import Preprocessor
+from official_bert.text.tokenizer_config import write_tokenizer_files_of
+
+# What writes a model_dir's SavedModel (`python -m export.saved_model`): named, not imported, as the task kinds name
+# their serving modules (the library imports nothing of export/).
+SAVED_MODEL_EXPORT = "export.saved_model.export"
+_HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
+
+
+def checkpoint_path(path) -> str:
+    """A local directory for `path`: itself when it exists, else a Hugging Face hub id (`org/name`) fetched into
+    huggingface_hub's cache (`HF_HUB_CACHE`; with `HF_HUB_OFFLINE=1`, from the cache only).
+
+    Raises:
+        FileNotFoundError: neither a directory nor a hub id found on the hub (or in the cache).
+        ImportError: a hub id, without huggingface_hub installed.
+    """
+    path = os.fspath(path)
+    if os.path.exists(path) or not _HUB_ID.fullmatch(path):
+        return path
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise ImportError(f"{path}: no such directory; to fetch it as a Hugging Face hub id, pip install "
+                          "huggingface_hub") from None
+    try:
+        return snapshot_download(path)
+    except Exception as error:  # not found, offline without it in the cache, no network: one line
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise FileNotFoundError(f"{path}: no such directory, and not fetched as a Hugging Face hub id "
+                                f"({reason})") from None
+
+
+def from_pretrained(model_class, path, labels=None, seq_length=128, lower_case=None, **kwargs):
+    """`model_class` (a task model) on the encoder of a checkpoint, its tokenizer as the preprocessor.
+
+    Args:
+        model_class: `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...
+        path: a Hugging Face or Google checkpoint directory, a model_dir of ours (its encoder), or a hub id.
+        labels: the class (tag) names; their count is the model's `label_count_argument` (e.g. `num_classes`).
+        seq_length: the packed length, special tokens included (at most the model's positions).
+        lower_case: overrides the casing found beside the checkpoint.
+        **kwargs: the model's other constructor arguments.
+    Raises:
+        ValueError: labels for a model that takes none, or labels and a count that differ; a `seq_length` the model
+            cannot take.
+    """
+    from official_bert.pipelines.loading import load_encoder_and_tokenizer
+
+    count_argument = model_class.label_count_argument
+    if labels is not None:
+        labels = [str(label) for label in labels]
+        if count_argument is None:
+            raise ValueError(f"{model_class.__name__} takes no labels")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"labels must be distinct, got {labels}")
+        if kwargs.setdefault(count_argument, len(labels)) != len(labels):
+            raise ValueError(f"{count_argument}={kwargs[count_argument]} but {len(labels)} labels {labels}")
+    elif count_argument is not None and count_argument not in kwargs:
+        raise ValueError(f"{model_class.__name__}.from_pretrained needs labels=[...] or {count_argument}=...")
+    encoder, tokenizer = load_encoder_and_tokenizer(checkpoint_path(path), lower_case)
+    check_sequence_length(seq_length, encoder.config, "seq_length", source=str(path))
+    preprocessor = Preprocessor(tokenizer, seq_length, layout=encoder.config.packing_layout)
+    return model_class(encoder, preprocessor=preprocessor, label_names=labels, **kwargs)
+
+
+def write_model_dir(model, directory):
+    """Writes a task model with a preprocessor as a finished model_dir of its kind (`official_bert.model_dir`):
+    task.json (the head's `task_fields`, the texts' names, length and casing), bert_config.json, the tokenizer's
+    files and the weights (and `encoder/`)."""
+    from official_bert.run_model_dir import save_trained
+
+    kind = kind_of_model(model)
+    if kind is None:
+        raise ValueError(f"{type(model).__name__} is no task kind's model (official_bert.task_kinds); nothing "
+                         "serves it")
+    preprocessor = model.preprocessor
+    vocab_file = write_tokenizer_files_of(preprocessor.tokenizer, directory)
+    lower_case = bool(getattr(preprocessor.tokenizer, "lower_case", False))  # (byte-level BPE keeps case)
+    info = {"task": type(model).__name__, "max_seq_length": preprocessor.seq_length, "do_lower_case": lower_case,
+            "text_features": list(model.text_features or ("text",)), **model.task_fields()}
+    model_dirs.write_task_info(directory, kind.name, info)
+    model_dirs.write_json(os.path.join(directory, model_dirs.CONFIG_FILE), model.encoder.config.to_dict())
+    save_trained(model, directory, vocab_file, lower_case)  # (the preprocessor has no weights)
+
+
+def export(model, export_dir, version=None):
+    """The raw-text TF-Serving SavedModel of a task model with a preprocessor, written as `python -m
+    export.saved_model` writes a model_dir's: the model goes through a staging model_dir. Returns the version
+    directory (`<export_dir>/<version>`)."""
+    with tempfile.TemporaryDirectory(prefix="official_bert_export_") as staging:
+        write_model_dir(model, staging)
+        return resolve(SAVED_MODEL_EXPORT)(staging, export_dir, version)

@@ -1,0 +1,136 @@
+"""TextInputs: task models that take raw strings through their own preprocessor, and refuse them without one."""
+
+import numpy as np
+import pytest
+
+from official_bert.models.text_inputs import text_segments
+
+TEXTS = ["a gripping, moving film", "a dull film", "it was fine", "the best film of the year"]
+LABELS = ["pos", "neg", "meh", "pos"]
+
+
+def test_text_segments_of_each_input_form():
+    names, parts = text_segments(TEXTS)
+    assert names == ("text",) and parts[0].tolist() == TEXTS
+    assert text_segments(np.array(TEXTS))[1][0].tolist() == TEXTS
+    assert text_segments((TEXTS, TEXTS[::-1]))[0] == ("text", "text_b")
+    names, parts = text_segments({"premise": TEXTS, "hypothesis": np.array(TEXTS[::-1])})
+    assert names == ("premise", "hypothesis") and parts[1].tolist() == TEXTS[::-1]
+    packed = {"input_word_ids": np.zeros((2, 4), np.int32)}
+    assert text_segments(packed) is None and text_segments(np.zeros((2, 4), np.int32)) is None
+
+
+def test_text_segments_refuses_what_is_not_a_batch_of_texts():
+    with pytest.raises(TypeError, match="pass a list of texts"):
+        text_segments("one text")
+    with pytest.raises(ValueError, match="at most two"):
+        text_segments((TEXTS, TEXTS, TEXTS))
+    with pytest.raises(ValueError, match=r"differ in count: text, text_b have \[4, 3\]"):
+        text_segments((TEXTS, TEXTS[:3]))
+
+
+@pytest.fixture(scope="module")
+def classifier(tiny_checkpoint):
+    """A 3-label classifier from the tiny checkpoint, preprocessor included (seq_length 16)."""
+    import keras
+
+    from official_bert import BertClassifier
+
+    keras.utils.set_random_seed(0)
+    model = BertClassifier.from_pretrained(tiny_checkpoint, labels=["neg", "pos", "meh"], seq_length=16)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+@pytest.mark.slow
+def test_fit_on_texts_and_string_labels_trains_and_predict_takes_texts(classifier):
+    before = [w.numpy().copy() for w in classifier.head.weights]
+    history = classifier.fit(TEXTS, LABELS, batch_size=2, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    assert any(not np.array_equal(b, w.numpy()) for b, w in zip(before, classifier.head.weights))
+    assert classifier.text_features == ("text",)
+    logits = classifier.predict(TEXTS, verbose=0)  # (4, 3): logits, as Keras (not label names)
+    packed = classifier.preprocessor([np.array(TEXTS)])  # the packed ints still work as before
+    np.testing.assert_allclose(logits, classifier.predict(packed, verbose=0), atol=1e-6)
+    loss, accuracy = classifier.evaluate(np.array(TEXTS), np.array(LABELS), verbose=0)
+    assert np.isfinite(loss) and 0 <= accuracy <= 1
+
+
+@pytest.mark.slow
+def test_datasets_of_texts_pairs_and_validation_split(classifier):
+    import tensorflow as tf
+
+    dataset = tf.data.Dataset.from_tensor_slices((TEXTS, [1, 0, 2, 1])).batch(2)
+    history = classifier.fit(dataset, validation_data=(TEXTS, LABELS), epochs=1, verbose=0)
+    assert "val_loss" in history.history
+    texts_only = tf.data.Dataset.from_tensor_slices(TEXTS).batch(3)
+    np.testing.assert_allclose(classifier.predict(texts_only, verbose=0), classifier.predict(TEXTS, verbose=0),
+                               atol=1e-6)
+    pairs = classifier.predict({"text": TEXTS, "text_b": TEXTS[::-1]}, verbose=0)  # [CLS] a [SEP] b [SEP]
+    assert pairs.shape == (4, 3) and not np.allclose(pairs, classifier.predict(TEXTS, verbose=0))
+    history = classifier.fit(TEXTS * 2, LABELS * 2, validation_split=0.25, batch_size=4, verbose=0)
+    assert "val_loss" in history.history
+
+
+@pytest.mark.slow
+def test_labels_outside_the_models_and_a_different_text_count_are_refused(classifier):
+    with pytest.raises(ValueError, match=r"labels \['great'\] are not among the model's label_names"):
+        classifier.fit(TEXTS, ["pos", "great", "neg", "neg"], verbose=0)
+    classifier.text_features = None
+    classifier.fit(TEXTS[:2], LABELS[:2], verbose=0)
+    with pytest.raises(ValueError, match=r"got 2 text\(s\) per example, but the model takes 1 \(text\)"):
+        classifier.fit((TEXTS, TEXTS), LABELS, verbose=0)
+
+
+@pytest.mark.slow
+def test_a_task_model_without_a_preprocessor_says_in_one_line_what_to_do_with_strings(tiny_config):
+    import tensorflow as tf
+
+    from official_bert import BertClassifier, BertEncoder, BertTokenClassifier
+
+    classifier = BertClassifier(BertEncoder(tiny_config), num_classes=2)
+    classifier.compile(optimizer="adam")
+    for call in (lambda: classifier.fit(np.array(TEXTS), np.array([0, 1, 0, 1]), verbose=0),
+                 lambda: classifier.evaluate(TEXTS, [0, 1, 0, 1], verbose=0),
+                 lambda: classifier.predict(tf.data.Dataset.from_tensor_slices(TEXTS).batch(2), verbose=0)):
+        with pytest.raises(ValueError) as error:
+            call()
+        assert "\n" not in str(error.value)
+        assert str(error.value).startswith("BertClassifier got strings but has no preprocessor: build it with "
+                                           "BertClassifier.from_pretrained(path, ...)")
+    with pytest.raises(ValueError, match="BertTokenClassifier got strings but has no preprocessor"):
+        BertTokenClassifier(BertEncoder(tiny_config), num_labels=3).predict(TEXTS, verbose=0)
+
+
+# A fresh Python: only what the .keras file holds (and `import official_bert`, which registers our classes).
+LOAD_AND_PREDICT = """
+import json, sys
+import numpy as np
+import keras
+import official_bert
+model = keras.saving.load_model(sys.argv[1])
+np.save(sys.argv[2], model.predict(json.loads(sys.argv[3]), verbose=0))
+print(json.dumps([list(model.label_names), list(model.text_features), model.preprocessor.seq_length]))
+"""
+
+
+@pytest.mark.slow
+def test_keras_file_round_trip_in_a_fresh_process_keeps_the_preprocessor(classifier, tiny_checkpoint, tmp_path):
+    import json
+    import pathlib
+    import subprocess
+    import sys
+    import zipfile
+
+    classifier.fit(TEXTS, LABELS, batch_size=2, verbose=0)
+    path = tmp_path / "classifier.keras"
+    classifier.save(path)
+    with zipfile.ZipFile(path) as archive:
+        config = archive.read("config.json").decode("utf-8")
+    assert str(tiny_checkpoint) not in config and '"vocab_file": null' in config  # the vocabulary is inline
+    root = pathlib.Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path), str(tmp_path / "logits.npy"),
+                             json.dumps(TEXTS)], cwd=root, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [["neg", "pos", "meh"], ["text"], 16]
+    np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), classifier.predict(TEXTS, verbose=0), atol=1e-6)

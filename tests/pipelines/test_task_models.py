@@ -1,0 +1,67 @@
+"""Task models from a pretrained checkpoint (`from_pretrained`): a directory, a model_dir or a Hugging Face hub id
+read from huggingface_hub's cache offline; and the arguments it refuses."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from official_bert import BertClassifier, BertSpanLabeler, BertTokenClassifier
+
+pytestmark = pytest.mark.slow  # builds encoders from checkpoints
+
+
+def _same_weights(a, b):
+    assert len(a.weights) == len(b.weights)
+    for x, y in zip(a.weights, b.weights):
+        np.testing.assert_array_equal(x.numpy(), y.numpy())
+
+
+@pytest.fixture
+def hub_cache(tiny_checkpoint, tmp_path, monkeypatch):
+    """huggingface_hub's cache (HF_HUB_CACHE's layout) holding the tiny checkpoint as `tiny-org/tiny-bert`, offline."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-bert"
+    shutil.copytree(tiny_checkpoint, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    for name, value in (("HF_HUB_CACHE", str(tmp_path / "hub")), ("HF_HUB_OFFLINE", True)):
+        monkeypatch.setenv(name, str(value) if name == "HF_HUB_CACHE" else "1")
+        monkeypatch.setattr(constants, name, value)  # (read when huggingface_hub is imported)
+    return repo / "snapshots" / revision
+
+
+def test_a_hub_id_loads_from_the_hub_cache_offline(hub_cache, tiny_checkpoint):
+    from_hub = BertClassifier.from_pretrained("tiny-org/tiny-bert", labels=["a", "b"], seq_length=16)
+    from_directory = BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "b"], seq_length=16)
+    _same_weights(from_hub.encoder, from_directory.encoder)
+    assert from_hub.preprocessor.tokenizer.get_vocab() == from_directory.preprocessor.tokenizer.get_vocab()
+    with pytest.raises(FileNotFoundError, match="^tiny-org/absent: no such directory, and not fetched as a Hugging "
+                                                "Face hub id"):
+        BertClassifier.from_pretrained("tiny-org/absent", num_classes=2)
+
+
+def test_a_model_dir_gives_its_encoder_and_tokenizer(tiny_checkpoint, tmp_path):
+    from official_bert.pipelines.task_models import write_model_dir
+
+    model = BertTokenClassifier.from_pretrained(tiny_checkpoint, labels=["O", "B-X", "I-X"], seq_length=16)
+    write_model_dir(model, str(tmp_path))
+    again = BertClassifier.from_pretrained(tmp_path, num_classes=2, seq_length=16)
+    _same_weights(again.encoder, model.encoder)
+    texts = np.array(["EU rejects German call"])
+    for name, ids in again.preprocessor([texts]).items():
+        np.testing.assert_array_equal(ids.numpy(), model.preprocessor([texts])[name].numpy())
+
+
+def test_from_pretrained_refuses_arguments_that_do_not_fit(tiny_checkpoint):
+    with pytest.raises(ValueError, match=r"num_classes=3 but 2 labels \['a', 'b'\]"):
+        BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "b"], num_classes=3)
+    with pytest.raises(ValueError, match=r"needs labels=\[...\] or num_labels=..."):
+        BertTokenClassifier.from_pretrained(tiny_checkpoint)
+    with pytest.raises(ValueError, match="BertSpanLabeler takes no labels"):
+        BertSpanLabeler.from_pretrained(tiny_checkpoint, labels=["a"])
+    with pytest.raises(ValueError, match="labels must be distinct"):
+        BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "a"])
+    with pytest.raises(ValueError, match="seq_length"):
+        BertClassifier.from_pretrained(tiny_checkpoint, num_classes=2, seq_length=65)  # 64 positions
