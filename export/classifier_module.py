@@ -1,4 +1,5 @@
-"""ClassifierModule: raw text (or a text pair) -> class logits, probabilities and label name, or a score."""
+"""ClassifierModule: raw text (or a text pair) -> class logits, probabilities and label name (or every label over a
+threshold, for multi-label), or a score."""
 
 import os
 
@@ -14,6 +15,9 @@ class ClassifierModule(ServingModule):
     Outputs of every signature (`truncated` only on the raw-text ones):
     - classification: `logits` [batch, classes] float32, `probabilities` [batch, classes] (softmax),
       `label_id` [batch] int32 (argmax), `label` [batch] string (the class name).
+    - multi-label: `logits` [batch, labels], `probabilities` [batch, labels] (sigmoid), `predicted` [batch, labels]
+      bool (probability over the threshold), `labels` [batch, labels] string (the label's name where predicted,
+      "" elsewhere).
     - regression (STS-B): `score` [batch] float32.
 
     The raw-text signatures run the encoder on the request's longest text, not on `seq_length` pieces, and every
@@ -35,11 +39,14 @@ class ClassifierModule(ServingModule):
             task's own (task.json's `text_features`).
         assets: file name -> path of files to ship in `assets/`.
         jit_compile: XLA-compile the model for raw-text requests without padding (see above).
+        multi_label: the model's outputs are independent labels (sigmoid).
+        threshold: multi-label: a label is predicted when its probability is over it.
     """
 
     compiles_requests = True
 
-    def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets, jit_compile=False):
+    def __init__(self, model, preprocessor, label_names, is_regression, text_features, assets, jit_compile=False,
+                 multi_label=False, threshold=0.5):
         super().__init__(preprocessor, text_features, assets, name="classifier", jit_compile=jit_compile)
         self.model = model
         self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
@@ -47,6 +54,7 @@ class ClassifierModule(ServingModule):
             lambda inputs: self.model(inputs, training=False, real_tokens=True),
             jit_compile, per_token=False)
         self.is_regression = bool(is_regression)
+        self.multi_label, self.threshold = bool(multi_label), float(threshold)
         self.label_names = [str(name) for name in label_names]
         expected = 1 if self.is_regression else len(self.label_names)
         if model.num_classes != expected:
@@ -55,8 +63,8 @@ class ClassifierModule(ServingModule):
 
     @classmethod
     def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
-        """A classification model_dir's module: its labels (`labels.txt`), regression or not and text features,
-        from task.json."""
+        """A classification model_dir's module: its labels (`labels.txt`), regression or not, text features and
+        multi-label threshold, from task.json."""
         info = loaded.info
         if "text_features" not in info:  # written before they were recorded, for a task not in GLUE's table
             raise ValueError(f"{os.path.join(loaded.model_dir, 'task.json')}: field 'text_features' missing (task "
@@ -64,7 +72,8 @@ class ClassifierModule(ServingModule):
                              "them); add it, e.g. \"text_features\": [\"text\", \"text_b\"] for a pair task")
         labels = list(info["label_names"])
         return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), labels, bool(info.get("is_regression")),
-                   info["text_features"], with_labels_file(assets, labels, staging_dir), jit_compile)
+                   info["text_features"], with_labels_file(assets, labels, staging_dir), jit_compile,
+                   bool(info.get("multi_label")), info.get("threshold", 0.5))
 
     def answer_text(self, texts):
         packed, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
@@ -81,6 +90,12 @@ class ClassifierModule(ServingModule):
         """The outputs from the logits, (batch, classes) float32."""
         if self.is_regression:
             return {"score": logits[:, 0]}
+        if self.multi_label:
+            probabilities = tf.sigmoid(logits)  # (batch, labels)
+            predicted = probabilities > self.threshold
+            names = tf.broadcast_to(tf.constant(self.label_names), tf.shape(logits))
+            return {"logits": logits, "probabilities": probabilities, "predicted": predicted,
+                    "labels": tf.where(predicted, names, "")}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch,)
         return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
                 "label": tf.gather(tf.constant(self.label_names), label_id)}

@@ -81,7 +81,7 @@ class TaskKind:
 
 def _classifier_args(info):
     outputs = 1 if info.get("is_regression") else len(info["label_names"])
-    return {"num_classes": info.get("num_classes", outputs)}
+    return {"num_classes": info.get("num_classes", outputs), "multi_label": bool(info.get("multi_label"))}
 
 
 def _from_glue_table(info):

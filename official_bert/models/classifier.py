@@ -24,6 +24,8 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         num_classes: number of labels; 1 for regression.
         dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
             `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+        multi_label: each example may have any number of the labels: one sigmoid output per label, binary
+            cross-entropy (transformers' `problem_type="multi_label_classification"`).
         train_on_real_tokens: see `RealTokenTraining` (default True).
 
     Examples:
@@ -34,7 +36,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
     ```
     """
 
-    def __init__(self, encoder, num_classes, dropout_rate=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout_rate=None, multi_label=False, **kwargs):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
@@ -55,6 +57,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder
         self.num_classes = num_classes
+        self.multi_label = bool(multi_label)
         self.dropout_rate = dropout_rate
         self.classifier_dropout = dropout
         self.pre_head = pre_head
@@ -77,12 +80,17 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
                             self.pre_head, self.head, training=training)
 
     def default_loss(self):
-        """Cross-entropy of the logits; mean squared error for regression (`num_classes=1`)."""
+        """Cross-entropy of the logits (binary, of each label, for `multi_label`); mean squared error for regression
+        (`num_classes=1`)."""
+        if self.multi_label:
+            return keras.losses.BinaryCrossentropy(from_logits=True)
         if self.num_classes == 1:
             return keras.losses.MeanSquaredError()
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def default_metrics(self):
+        if self.multi_label:  # of each label's decision at probability 0.5 (logit 0)
+            return [keras.metrics.BinaryAccuracy(name="binary_accuracy", threshold=0.0)]
         if self.num_classes == 1:
             return [keras.metrics.MeanSquaredError(name="mse")]
         return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
@@ -97,6 +105,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,
+                "multi_label": self.multi_label,
                 "dropout_rate": self.dropout_rate, "train_on_real_tokens": self.train_on_real_tokens, "name": self.name,
                 "trainable": self.trainable, **self.text_inputs_config()}
 

@@ -104,27 +104,14 @@ class ClassificationTask(Task):
         return {"text_features": self.text_features}  # export's input names: they change no training
 
     def train_dataset(self, context):
-        from official_bert.data.classification_dataset import classification_dataset
-        from official_bert.data.padding import training_length_multiple
-
-        train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
+        train = self.read_split("train")
         check_training_examples(train.source, len(train.text_a), len(train.text_a) + train.num_skipped,
                                 why="malformed rows skipped")
-
-        def make_dataset(batch_size):
-            return classification_dataset(train.text_a, train.text_b, train.labels, packer, batch_size,
-                                          is_training=True, seed=config.seed,
-                                          length_multiple=training_length_multiple(config.uses_xla()))
-
-        return len(train.text_a), make_dataset
+        return train_batches(train.text_a, train.text_b, train.labels, context)
 
     def _predict(self, model, context, examples):
         """Class indices (or scores for regression) for `examples`."""
-        from official_bert.data.classification_dataset import classification_dataset
-
-        dataset = classification_dataset(examples.text_a, examples.text_b, None, context.text_preprocessor(),
-                                         context.config.eval_batch_size, is_training=False)
-        logits = model.predict(dataset, verbose=0)  # (examples, num_classes)
+        logits = predict_logits(model, context, examples.text_a, examples.text_b)  # (examples, num_classes)
         return logits[:, 0] if logits.shape[-1] == 1 else np.argmax(logits, axis=-1)
 
     def evaluate(self, model, context):
@@ -157,3 +144,33 @@ class ClassificationTask(Task):
                     value = f"{prediction:.3f}" if task.is_regression else task.label_names[int(prediction)]
                     f.write(f"{index}\t{value}\n")
             logger.info("Wrote %d predictions to %s", len(predictions), path)
+
+
+def train_batches(text_a, text_b, labels, context):
+    """`Task.train_dataset`'s `(num_examples, make_dataset)` for classification examples.
+
+    Args:
+        text_a: the first texts.
+        text_b: the second texts, or None.
+        labels: class indices (n,), scores (n,) or multi-hot rows (n, classes).
+        context: the run's `RunContext`.
+    """
+    from official_bert.data.classification_dataset import classification_dataset
+    from official_bert.data.padding import training_length_multiple
+
+    packer, config = context.text_preprocessor(), context.config
+
+    def make_dataset(batch_size):
+        return classification_dataset(text_a, text_b, labels, packer, batch_size, is_training=True,
+                                      seed=config.seed, length_multiple=training_length_multiple(config.uses_xla()))
+
+    return len(text_a), make_dataset
+
+
+def predict_logits(model, context, text_a, text_b):
+    """The classifier's logits (n, num_classes) float32 for texts (and second texts, or None)."""
+    from official_bert.data.classification_dataset import classification_dataset
+
+    dataset = classification_dataset(text_a, text_b, None, context.text_preprocessor(),
+                                     context.config.eval_batch_size, is_training=False)
+    return model.predict(dataset, verbose=0)
