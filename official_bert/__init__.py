@@ -24,9 +24,11 @@ from official_bert import optimization  # noqa: E402,F401  (registers AdamW, LAM
 from official_bert.config import BertConfig  # noqa: E402
 from official_bert.models import (  # noqa: E402
     BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
+from official_bert.models.feature_encoder import BertFeatureEncoder  # noqa: E402
+from official_bert.models.time_series_classifier import BertTimeSeriesClassifier  # noqa: E402
 
-__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertMultipleChoice", "BertPretrainer",
-           "BertSpanLabeler", "BertTokenClassifier", "Embedder"]
+__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertFeatureEncoder", "BertMultipleChoice",
+           "BertPretrainer", "BertSpanLabeler", "BertTimeSeriesClassifier", "BertTokenClassifier", "Embedder"]
 __version__ = "0.1.0"
 
 

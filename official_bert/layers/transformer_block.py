@@ -1,4 +1,4 @@
-"""TransformerBlock: one post-LayerNorm BERT encoder layer."""
+"""TransformerBlock: one BERT encoder layer, post-LayerNorm (BERT) or pre-LayerNorm (`norm_first`)."""
 
 import keras
 
@@ -9,7 +9,8 @@ from official_bert.layers.matmul_dense import dense_2d
 
 
 class TransformerBlock(keras.layers.Layer):
-    """Self-attention and feed-forward sublayers, each `LayerNorm(x + dropout(sublayer(x)))` (post-LN).
+    """Self-attention and feed-forward sublayers, each `LayerNorm(x + dropout(sublayer(x)))` (post-LN), or with
+    `norm_first` each `x + dropout(sublayer(LayerNorm(x)))` (pre-LN, as GPT-2 and ViT; the same weights).
 
     Under mixed precision the block itself is float32 (its sublayers follow the global policy), so its
     input is not cast down: the residual stream and both LayerNorms stay in float32, as in BERT's
@@ -28,13 +29,15 @@ class TransformerBlock(keras.layers.Layer):
         fused_attention: the attention's `keras.ops.dot_product_attention` path (see `BertSelfAttention`).
         fused_training_kernels: training calls on TensorFlow run the GELU and LayerNorms as XLA kernels
             (`official_bert.layers.fused_training_ops`).
+        norm_first: pre-LN: each LayerNorm normalises its sublayer's input instead of the residual sum.
     """
 
     def __init__(self, hidden_size, num_heads, intermediate_size, hidden_act, hidden_dropout_prob,
                  attention_probs_dropout_prob, layer_norm_eps, initializer_range, num_kept_heads=None,
-                 fused_attention=False, fused_training_kernels=True, **kwargs):
+                 fused_attention=False, fused_training_kernels=True, norm_first=False, **kwargs):
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
+        self.norm_first = bool(norm_first)
         self.fused_attention = bool(fused_attention)
         self.fused_training_kernels = bool(fused_training_kernels)
         self.hidden_size = hidden_size
@@ -79,15 +82,27 @@ class TransformerBlock(keras.layers.Layer):
         """
         # The sublayers' LayerNorms and GELU as one XLA kernel each way in a training call on TensorFlow.
         use_kernels = fused_training_ops.applies(self.fused_training_kernels, training)
-        # A keyword: Keras takes only tensors positionally, and a `RealTokens` is not one.
-        attention_output = self.attention(hidden_states, attention_mask=attention_mask, training=training)
-        attention_output = self.attention_dropout(attention_output, training=training)
-        hidden_states = fused_training_ops.layer_norm(
-            self.attention_layer_norm, hidden_states + keras.ops.cast(attention_output, "float32"), use_kernels)
-        layer_output = self.output_dropout(self._feed_forward(hidden_states, training, use_kernels),
-                                           training=training)
-        return fused_training_ops.layer_norm(
-            self.output_layer_norm, hidden_states + keras.ops.cast(layer_output, "float32"), use_kernels)
+
+        def attention_branch(inputs):  # dropout(attention(inputs)), float32
+            # A keyword: Keras takes only tensors positionally, and a `RealTokens` is not one.
+            attention_output = self.attention(inputs, attention_mask=attention_mask, training=training)
+            return keras.ops.cast(self.attention_dropout(attention_output, training=training), "float32")
+
+        def feed_forward_branch(inputs):  # dropout(feed_forward(inputs)), float32
+            layer_output = self.output_dropout(self._feed_forward(inputs, training, use_kernels), training=training)
+            return keras.ops.cast(layer_output, "float32")
+
+        def attention_norm(inputs):
+            return fused_training_ops.layer_norm(self.attention_layer_norm, inputs, use_kernels)
+
+        def output_norm(inputs):
+            return fused_training_ops.layer_norm(self.output_layer_norm, inputs, use_kernels)
+
+        if self.norm_first:
+            hidden_states = hidden_states + attention_branch(attention_norm(hidden_states))
+            return hidden_states + feed_forward_branch(output_norm(hidden_states))
+        hidden_states = attention_norm(hidden_states + attention_branch(hidden_states))
+        return output_norm(hidden_states + feed_forward_branch(hidden_states))
 
     def _feed_forward(self, hidden_states, training, use_kernels):
         """intermediate dense + activation, output dense: (..., hidden) -> (..., hidden) in the compute dtype."""
@@ -112,5 +127,5 @@ class TransformerBlock(keras.layers.Layer):
                       attention_probs_dropout_prob=self.attention_probs_dropout_prob,
                       layer_norm_eps=self.layer_norm_eps, initializer_range=self.initializer_range,
                       num_kept_heads=self.num_kept_heads, fused_attention=self.fused_attention,
-                      fused_training_kernels=self.fused_training_kernels)
+                      fused_training_kernels=self.fused_training_kernels, norm_first=self.norm_first)
         return config

@@ -1,0 +1,108 @@
+"""BertFeatureEncoder: BERT's transformer blocks over a sequence of feature vectors instead of word pieces."""
+
+import keras
+
+from official_bert.config import BertConfig
+from official_bert.layers import TransformerBlock
+from official_bert.layers.feature_embeddings import FeatureEmbeddings, KeyKeepMask
+
+FEATURE_INPUTS = ("input_features", "input_mask")
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertFeatureEncoder(keras.Model):
+    """An encoder over per-time-step feature vectors (clip features of a 3D CNN, sensor windows, ...), read at a
+    learned classification position: Kalfaoglu et al. 2020's late temporal model, with `BertEncoder`'s blocks.
+
+    The features are projected to `hidden_size` (no layer when `input_channels` equals it), a learned classification
+    vector goes before them, learned position embeddings are added, then dropout (after BERT's embedding LayerNorm
+    in a post-LN encoder) and `num_hidden_layers` `TransformerBlock`s, post-LN as BERT or pre-LN (`norm_first`, the
+    paper's; a final LayerNorm then closes the stack, as in ViT). There is no segment embedding and no pooler: the
+    `pooled_output` is the classification position's final hidden state. In training each real time step stays an
+    attention key with probability `key_keep_prob` (`KeyKeepMask`).
+
+    The `config` gives the blocks' shape and the position table (`max_position_embeddings`: the classification
+    position and up to `max_position_embeddings - 1` steps); its vocabulary, token-type and pooler settings are
+    unused.
+
+    Inputs: a dict of `input_features` (batch, time, input_channels) float32 and `input_mask` (batch, time) int32,
+    1 on real steps and 0 on padding.
+    Outputs: a dict with `sequence_output` (batch, 1 + time, hidden) (position 0: the classification position),
+    `pooled_output` (batch, hidden), `encoder_outputs` (every block's output) and `embedding_output`.
+
+    Args:
+        config: a `BertConfig` (or its dict).
+        input_channels: the features' channels.
+        norm_first: pre-LN blocks and a final LayerNorm; False: post-LN blocks after an embedding LayerNorm.
+        key_keep_prob: in (0, 1]: the share of time steps kept as attention keys in training.
+        fused_attention: see `BertEncoder`.
+        fused_training_kernels: see `BertEncoder`.
+
+    Examples:
+    ```python
+    config = official_bert.BertConfig(hidden_size=64, num_hidden_layers=1, num_attention_heads=8,
+                                      intermediate_size=256, max_position_embeddings=101)
+    encoder = official_bert.BertFeatureEncoder(config, input_channels=6, norm_first=True, key_keep_prob=0.8)
+    encoder({"input_features": features, "input_mask": mask})["pooled_output"]  # (batch, 64)
+    ```
+    """
+
+    def __init__(self, config, input_channels, norm_first=False, key_keep_prob=1.0, fused_attention=False,
+                 fused_training_kernels=True, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        inputs = {"input_features": keras.Input(shape=(None, input_channels), dtype="float32",
+                                                name="input_features"),
+                  "input_mask": keras.Input(shape=(None,), dtype="int32", name="input_mask")}
+        embeddings = FeatureEmbeddings(
+            input_channels, config.hidden_size, config.max_position_embeddings, config.hidden_dropout_prob,
+            config.initializer_range, normalize=not norm_first, layer_norm_eps=config.layer_norm_eps,
+            fused_training_kernels=fused_training_kernels, name="embeddings")
+        key_mask = KeyKeepMask(key_keep_prob, name="key_keep_mask")
+        blocks = [
+            TransformerBlock(
+                hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+                hidden_dropout_prob=config.hidden_dropout_prob,
+                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+                layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
+                num_kept_heads=config.num_kept_heads(i), fused_attention=fused_attention,
+                fused_training_kernels=fused_training_kernels, norm_first=norm_first, name=f"transformer_layer_{i}")
+            for i in range(config.num_hidden_layers)
+        ]
+        final_layer_norm = None
+        if norm_first:
+            final_layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32",
+                                                               name="final_layer_norm")
+
+        hidden_states = embeddings(inputs["input_features"])  # (batch, 1 + time, hidden)
+        attention_mask = key_mask(inputs["input_mask"])  # (batch, 1 + time)
+        embedding_output = hidden_states
+        encoder_outputs = []
+        for block in blocks:
+            hidden_states = block(hidden_states, attention_mask)
+            encoder_outputs.append(hidden_states)
+        if final_layer_norm is not None:
+            hidden_states = final_layer_norm(hidden_states)
+        outputs = {"sequence_output": hidden_states, "pooled_output": hidden_states[:, 0, :],  # (batch, hidden)
+                   "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        self.config = config
+        self.input_channels = int(input_channels)
+        self.norm_first = bool(norm_first)
+        self.key_keep_prob = float(key_keep_prob)
+        self.fused_attention = bool(fused_attention)
+        self.fused_training_kernels = bool(fused_training_kernels)
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.final_layer_norm = final_layer_norm
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "input_channels": self.input_channels, "norm_first": self.norm_first,
+                "key_keep_prob": self.key_keep_prob, "fused_attention": self.fused_attention,
+                "fused_training_kernels": self.fused_training_kernels, "name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
