@@ -134,3 +134,25 @@ def test_keras_file_round_trip_in_a_fresh_process_keeps_the_preprocessor(classif
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [["neg", "pos", "meh"], ["text"], 16]
     np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), classifier.predict(TEXTS, verbose=0), atol=1e-6)
+
+
+@pytest.mark.slow
+def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path):
+    """docs/your-data.md's "From Python" blocks, as written: fine-tune MiniLM on three texts, predict, save, load
+    and export."""
+    import os
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    section = (root / "docs" / "your-data.md").read_text(encoding="utf-8").split("## From Python\n", 1)[1]
+    train, save = re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)[:2]
+    namespace = {"__name__": "__docs__"}
+    monkeypatch.chdir(root)
+    exec(compile(train, "docs/your-data.md (From Python, 1)", "exec"), namespace)
+    assert namespace["probabilities"].shape == (1, 3)
+    before = namespace["model"].predict(["What a film!"], verbose=0)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(save, "docs/your-data.md (From Python, 2)", "exec"), namespace)
+    np.testing.assert_allclose(namespace["model"].predict(["What a film!"], verbose=0), before, atol=1e-6)
+    assert os.path.isfile(tmp_path / "out" / "export" / "reviews" / "1" / "saved_model.pb")
