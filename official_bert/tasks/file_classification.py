@@ -21,8 +21,8 @@ DEFAULT_THRESHOLD = 0.5
 class FileClassificationTask(Task):
     """Sequence classification of a user's files; the label set comes from the training file.
 
-    A model_dir it trains is a classification one (task.json: `label_names`, `is_regression`, `num_classes`,
-    `multi_label`, and for multi-label the decision `threshold`), exported and served like a GLUE one. Evaluation
+    A model_dir it trains is a classification one (task.json: `label_names`, `is_regression`, `num_classes`, and
+    for multi-label `multi_label` and the decision `threshold`), exported and served like a GLUE one. Evaluation
     (`eval_results.json`): accuracy, macro and weighted F1; multi-label: micro and macro F1 at the threshold;
     regression: Pearson and Spearman. Prediction writes the test file back, in its format, to
     `predictions/<its name>` with `predicted_label` and `probability` columns (multi-label: `predicted_labels` and
@@ -106,8 +106,9 @@ class FileClassificationTask(Task):
 
     def task_info(self):
         scheme = self.scheme
+        multi_label = {"multi_label": True} if scheme.multi_label else {}  # (a GLUE model_dir evaluates too)
         return {"task": self.name, "label_names": list(scheme.label_names), "is_regression": scheme.is_regression,
-                "num_classes": scheme.num_classes, "multi_label": scheme.multi_label}
+                "num_classes": scheme.num_classes, **multi_label}
 
     def train_sources(self):
         return [self.files["train"]]

@@ -71,6 +71,11 @@ def runs(tiny_checkpoint, tmp_path_factory):
         "no_text": (classifier, _tiny(["--train_file=no_text.csv", "--label_column=verdict", "--model_dir=out/x"],
                                       tiny_checkpoint)),
         "bad_json": (classifier, _tiny(["--train_file=bad.jsonl", "--model_dir=out/y"], tiny_checkpoint)),
+        "with_task": (classifier, ["--task=MRPC", "--train_file=reviews_train.csv"]),
+        "tune_single_label": (classifier, ["--train_file=reviews_train.csv", "--tune_threshold", "--model_dir=out/z"]),
+        "predict_nothing": (classifier, _tiny(["--train_file=reviews_train.csv", "--text_column=review",
+                                               "--label_column=verdict", "--do_predict", "--model_dir=out/z"],
+                                              tiny_checkpoint)),
     }
     results = run_forked([list(command) for command in commands.values()], work, cwd=work, timeout=900)
     return work, dict(zip(commands, results))
@@ -96,8 +101,11 @@ def test_a_csv_with_its_own_columns_and_string_labels(runs):
     _ok(results["reviews"])
     model_dir = work / "out" / "reviews"
     info = json.loads((model_dir / "task.json").read_text(encoding="utf-8"))
-    assert info["label_names"] == REVIEWS and info["num_classes"] == 3 and not info["multi_label"]
+    assert info["label_names"] == REVIEWS and info["num_classes"] == 3 and "multi_label" not in info
     assert info["text_features"] == ["text"] and info["task"] == "reviews_train"
+    # run.json fingerprints the training file: a run on other data does not resume this one
+    data = json.loads((model_dir / "run.json").read_text(encoding="utf-8"))["data"]
+    assert [source["file"] for source in data] == [str(work / "reviews_train.csv")] and data[0]["sha256"]
     evaluation = json.loads((model_dir / "eval_results.json").read_text(encoding="utf-8"))
     assert set(evaluation) == {"accuracy", "macro_f1", "weighted_f1", "num_examples"}
     assert evaluation["num_examples"] == 3
@@ -169,7 +177,7 @@ def test_float_labels_train_a_regression_that_resumes(runs):
     assert set(evaluation) == {"pearson", "spearman", "num_examples"}
 
 
-def test_bad_files_are_one_line_errors(runs):
+def test_bad_files_and_flags_are_one_line_errors(runs):
     work, results = runs
     assert _error(results["new_label"]) == ("error: new_label.csv:5: label 'great' is not one of the training file's "
                                             "labels (bad, good, meh)")
@@ -177,5 +185,11 @@ def test_bad_files_are_one_line_errors(runs):
                                           "(columns: review, verdict); name the text column with --text_column")
     assert _error(results["bad_json"]) == ("error: bad.jsonl:2: not valid JSON (Expecting ',' delimiter at column 14); "
                                            "expected one JSON object a line")
-    for name in ("x", "y"):
+    assert _error(results["with_task"]) == ("error: --task is for a GLUE task; your own files are read with "
+                                            "--train_file, --eval_file and --test_file")
+    assert _error(results["tune_single_label"]) == ("error: --tune_threshold tunes a multi-label classifier's "
+                                                    "decision threshold; it needs --multi_label")
+    assert _error(results["predict_nothing"]) == ("error: --do_predict writes predictions for --test_file: pass "
+                                                  "both, or neither")
+    for name in ("x", "y", "z"):
         assert not (work / "out" / name).exists()  # refused before anything was written
