@@ -51,6 +51,14 @@ class ClassificationTask(Task):
 
     @classmethod
     def for_teacher(cls, info, flags):
+        """The GLUE task of a teacher's task.json; a ValueError for a classifier of the user's files (`tasks.distill`
+        and `tasks.prune` read GLUE data only)."""
+        from official_bert.data.glue_tasks import GLUE_TASKS
+
+        glue_task = GLUE_TASKS.get(info["task"])
+        if glue_task is None or list(glue_task.label_names) != list(info["label_names"]) or info.get("multi_label"):
+            raise ValueError(f"the teacher was trained on task {info['task']!r} with labels {info['label_names']}, "
+                             "not a GLUE task; distillation and pruning of a classifier read GLUE data only")
         return cls(info["task"], data_dir=flags.data_dir, download=True)
 
     def labeled_eval_batches(self, loaded, num_examples, batch_size=32):
