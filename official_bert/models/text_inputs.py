@@ -61,6 +61,12 @@ def text_segments(x):
     return names, [np.asarray(part, dtype=object) for part in parts]
 
 
+def is_words(x):
+    """Whether `x` is sentences of words: a list (or array) of lists (or arrays) of str."""
+    return isinstance(x, (list, np.ndarray)) and len(x) > 0 and all(
+        isinstance(words, (list, np.ndarray)) and all(isinstance(word, str) for word in words) for words in x)
+
+
 def _dataset_texts(spec):
     """Whether a dataset's `x` element spec is strings: a string spec, or a tuple or dict of them."""
     import tensorflow as tf
@@ -82,6 +88,7 @@ class TextInputs:
     """
 
     label_count_argument = None  # the constructor argument `from_pretrained(labels=...)` sets: "num_classes", ...
+    takes_words = False  # whether it also takes sentences as lists of words, tagged word by word (a tagger)
 
     def __init__(self, *args, preprocessor=None, label_names=None, text_features=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -150,7 +157,12 @@ class TextInputs:
         `batch_size` (default 32), shuffled each epoch unless `shuffle=False`; `validation_split` takes the last
         examples, as Keras does."""
         segments = text_segments(x)
-        if segments is not None:
+        if self._is_words(x):
+            if validation_split:
+                raise ValueError("validation_split with sentences of words: pass validation_data=(sentences, tags)")
+            x, y, sample_weight = self._words_dataset(x, y, sample_weight, batch_size, shuffle), None, None
+            batch_size, shuffle = None, False
+        elif segments is not None:
             self._record_text_features(segments[0])
             if validation_split and validation_data is None:
                 x, y, sample_weight, validation_data = _split(segments, y, sample_weight, validation_split)
@@ -166,15 +178,23 @@ class TextInputs:
                            validation_split=validation_split, shuffle=shuffle, sample_weight=sample_weight, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        """`keras.Model.evaluate`, taking texts as `fit` does."""
-        if text_segments(x) is not None:
+        """`keras.Model.evaluate`, taking texts (or sentences of words) as `fit` does."""
+        if self._is_words(x):
+            x, y, sample_weight, batch_size = self._words_dataset(x, y, sample_weight, batch_size), None, None, None
+        elif text_segments(x) is not None:
             x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size), None, None, None
         elif self._is_text_dataset(x):
             x = self._mapped(x)
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`, taking texts as `fit` does: the logits (never label names, as Keras)."""
+        """`keras.Model.predict`, taking texts as `fit` does: the logits (never label names, as Keras). Sentences of
+        words (a tagger's `takes_words`) give a list, per sentence, of the (words, num_labels) logits at each word's
+        first piece."""
+        if self._is_words(x):
+            module = importlib.import_module(TASK_MODELS)
+            windows = module.word_windows(self, x)
+            return module.word_logits(windows, super().predict(self._windows_dataset(windows, batch_size), **kwargs))
         if text_segments(x) is not None:
             x, batch_size = self._text_dataset(x, batch_size=batch_size), None
         elif self._is_text_dataset(x):
@@ -196,8 +216,9 @@ class TextInputs:
             raise ValueError(f"got {len(names)} text(s) per example, but the model takes {len(self.text_features)} "
                              f"({', '.join(self.text_features)})")
 
-    def _label_ids(self, y):
-        """`y` as label ids: strings become their index in `label_names`; anything else passes through."""
+    def label_ids(self, y):
+        """`y` (one label per example, or per word) as label ids: strings become their index in `label_names`;
+        anything else passes through."""
         if y is None or not _is_texts(y):
             return y
         if self.label_names is None:
@@ -217,11 +238,34 @@ class TextInputs:
         texts = tuple(tf.constant(part.tolist(), tf.string) for part in text_segments(x)[1])  # each (examples,)
         if y is None and sample_weight is not None:
             raise ValueError("sample_weight needs labels (y)")
-        parts = (texts,) + tuple(v for v in (self._label_ids(y), sample_weight) if v is not None)
+        parts = (texts,) + tuple(v for v in (self.label_ids(y), sample_weight) if v is not None)
         dataset = tf.data.Dataset.from_tensor_slices(parts)  # (x,) or (x, y[, sample_weight]), x a tuple of texts
         if shuffle:
             dataset = dataset.shuffle(len(texts[0]), reshuffle_each_iteration=True)
         return self._mapped(dataset.batch(batch_size or DEFAULT_BATCH_SIZE))
+
+    def _is_words(self, x):
+        """Whether `x` is sentences of words and the model takes them (it then needs its preprocessor)."""
+        if not (self.takes_words and is_words(x)):
+            return False
+        self._check_preprocessor()
+        return True
+
+    def _words_dataset(self, sentences, tags=None, sample_weight=None, batch_size=None, shuffle=False):
+        """Sentences of words (and their tags) as a batched dataset of packed windows (`task_models.word_windows`)."""
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not taken with sentences of words (each word's first piece is labeled)")
+        return self._windows_dataset(importlib.import_module(TASK_MODELS).word_windows(self, sentences, tags),
+                                     batch_size, shuffle)
+
+    def _windows_dataset(self, windows, batch_size, shuffle=False):
+        import tensorflow as tf
+
+        parts = (windows.inputs,) if windows.labels is None else (windows.inputs, windows.labels)
+        dataset = tf.data.Dataset.from_tensor_slices(parts)
+        if shuffle:
+            dataset = dataset.shuffle(len(windows), reshuffle_each_iteration=True)
+        return dataset.batch(batch_size or DEFAULT_BATCH_SIZE).prefetch(tf.data.AUTOTUNE)
 
     def _is_text_dataset(self, x):
         import tensorflow as tf
@@ -254,6 +298,8 @@ class TextInputs:
         """`fit`'s `validation_data` ((texts, y[, sample_weight]) or a dataset) with its texts packed."""
         if self._is_text_dataset(validation_data):
             return self._mapped(validation_data)
+        if isinstance(validation_data, tuple) and self._is_words(validation_data[0]):
+            return self._words_dataset(*validation_data, batch_size=batch_size)
         if isinstance(validation_data, tuple) and text_segments(validation_data[0]) is not None:
             return self._text_dataset(*validation_data, batch_size=batch_size)
         return validation_data

@@ -13,9 +13,11 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
     Output: logits (batch, seq, num_labels) in float32. Its default loss (`compile(loss="auto")`) skips
-    positions labeled `IGNORE_LABEL` (-100). Built by `from_pretrained(path, labels=[...])`, it also takes raw
-    texts (`TextInputs`): `predict(["EU rejects German call"])` gives the logits of each packed piece, and
-    `export(dir)` the tagger's raw-text SavedModel (entities as words and character spans).
+    positions labeled `IGNORE_LABEL` (-100). Built by `from_pretrained(path, labels=[...])`, it also takes
+    sentences of words (`TextInputs`): `fit([["EU", "rejects", "German", "call"]], [["B-ORG", "O", "B-MISC", "O"]])`
+    packs them as `tasks.run_ner` does (windows of whole words, the tag on each word's first piece) and `predict`
+    gives each word's logits; raw texts: `predict(["EU rejects German call"])` gives the logits of each packed
+    piece; `export(dir)` writes the tagger's raw-text SavedModel (entities as words and character spans).
 
     The pooler is not trained (see `SequenceOutputModel`). The head is Hugging Face
     `BertForTokenClassification`'s (`classifier.weight` / `.bias`); load such a checkpoint, or a plain encoder
@@ -75,6 +77,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
 
     label_count_argument = "num_labels"  # the constructor argument that `from_pretrained(labels=...)` sets
+    takes_words = True  # fit / evaluate / predict take sentences as lists of words (`TextInputs`)
 
     def task_fields(self):
         """task.json's fields of the head (`TextInputs.export`): the tag names ("0", "1", ... where none were

@@ -12,6 +12,8 @@ import os
 import re
 import tempfile
 
+import numpy as np
+
 from official_bert import model_dir as model_dirs
 from official_bert.families import check_sequence_length
 from official_bert.task_kinds import kind_of_model, resolve
@@ -108,3 +110,46 @@ def export(model, export_dir, version=None):
     with tempfile.TemporaryDirectory(prefix="official_bert_export_") as staging:
         write_model_dir(model, staging)
         return resolve(SAVED_MODEL_EXPORT)(staging, export_dir, version)
+
+
+def word_windows(model, sentences, tags=None):
+    """Sentences of words (and their tags) packed for a token classifier with a preprocessor, as `tasks.run_ner`
+    packs them (`data.tagging_dataset`): each word's pieces tokenized alone, windows of whole words, the tag on each
+    word's first piece and `IGNORE_LABEL` elsewhere.
+
+    Args:
+        model: the `BertTokenClassifier`.
+        sentences: a list of sentences, each a list of words (str).
+        tags: per sentence, a tag per word: ids, or names among the model's `label_names`; or None.
+    Returns: the `TaggingWindows`.
+    Raises:
+        ValueError: a sentence whose tag count differs from its word count (named by index).
+    """
+    from official_bert.data.tagging_dataset import build_windows, word_pieces
+
+    preprocessor = model.preprocessor
+    sentences = [[str(word) for word in words] for words in sentences]
+    labels = None
+    if tags is not None:
+        if len(tags) != len(sentences):
+            raise ValueError(f"{len(sentences)} sentences but {len(tags)} tag sequences")
+        labels = [model.label_ids(list(sentence_tags)) if len(sentence_tags) else [] for sentence_tags in tags]
+        for index, (words, sentence_labels) in enumerate(zip(sentences, labels)):
+            if len(words) != len(sentence_labels):
+                raise ValueError(f"sentence {index}: {len(words)} words but {len(sentence_labels)} tags")
+    pieces = word_pieces(preprocessor.tokenizer, sentences, layout=preprocessor.layout)
+    return build_windows(pieces, preprocessor.seq_length, preprocessor.special_tokens, labels)
+
+
+def word_logits(windows, logits):
+    """Each word's logits, at its first piece: one (words, num_labels) array per sentence.
+
+    Args:
+        windows: `word_windows`'s.
+        logits: (windows, seq_length, num_labels), in the windows' order.
+    """
+    words = [np.zeros((count, logits.shape[-1]), logits.dtype) for count in windows.num_words]
+    rows, positions = np.nonzero(windows.word_index >= 0)
+    for row, position in zip(rows, positions):
+        words[windows.sentence[row]][windows.word_index[row, position]] = logits[row, position]
+    return words

@@ -156,3 +156,50 @@ def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path):
     exec(compile(save, "docs/your-data.md (From Python, 2)", "exec"), namespace)
     np.testing.assert_allclose(namespace["model"].predict(["What a film!"], verbose=0), before, atol=1e-6)
     assert os.path.isfile(tmp_path / "out" / "export" / "reviews" / "1" / "saved_model.pb")
+
+
+SENTENCES = [["peter", "flew", "to", "paris"], ["the", "eu", "rejects", "german", "calls"]]
+TAGS = [["B-PER", "O", "O", "B-LOC"], ["O", "B-ORG", "O", "B-MISC", "O"]]
+
+
+@pytest.fixture(scope="module")
+def tagger(tiny_checkpoint):
+    """A token classifier from the tiny checkpoint, preprocessor included (seq_length 16: 14 pieces a window)."""
+    import keras
+
+    from official_bert import BertTokenClassifier
+
+    keras.utils.set_random_seed(0)
+    model = BertTokenClassifier.from_pretrained(tiny_checkpoint, labels=["O", "B-PER", "B-LOC", "B-ORG", "B-MISC"],
+                                                seq_length=16)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+@pytest.mark.slow
+def test_a_tagger_fits_on_sentences_of_words_and_predicts_each_words_logits(tagger):
+    before = [w.numpy().copy() for w in tagger.head.weights]
+    history = tagger.fit(SENTENCES, TAGS, batch_size=2, validation_data=(SENTENCES, TAGS), verbose=0)
+    assert np.isfinite(history.history["loss"]).all() and "val_loss" in history.history
+    assert any(not np.array_equal(b, w.numpy()) for b, w in zip(before, tagger.head.weights))
+    assert np.isfinite(tagger.evaluate(SENTENCES, TAGS, verbose=0)).all()
+    words = tagger.predict(SENTENCES, verbose=0)  # per sentence: (words, 5)
+    assert [w.shape for w in words] == [(4, 5), (5, 5)]
+    # These words tokenize alone as in the sentence: each word's logits are the raw text's at its first piece.
+    pieces = [len(tagger.preprocessor.tokenize(np.array(sentence)).to_list()[i]) for sentence in SENTENCES
+              for i in range(len(sentence))]
+    text_logits = tagger.predict([" ".join(sentence) for sentence in SENTENCES], verbose=0)  # (2, 16, 5)
+    first_piece = 1
+    for k, size in enumerate(pieces[:4]):
+        np.testing.assert_allclose(words[0][k], text_logits[0, first_piece], atol=1e-5)
+        first_piece += size
+
+
+@pytest.mark.slow
+def test_a_sentence_longer_than_a_window_keeps_every_word(tagger):
+    long = ["paris"] * 20  # 20 pieces: two windows of whole words
+    words = tagger.predict([long, SENTENCES[0]], verbose=0)
+    assert [w.shape[0] for w in words] == [20, 4]
+    assert np.all(np.any(words[0] != 0, axis=1))  # every word has its logits, the second window's 6 too
+    with pytest.raises(ValueError, match="sentence 1: 5 words but 4 tags"):
+        tagger.fit(SENTENCES, [TAGS[0], TAGS[0]], verbose=0)
