@@ -179,6 +179,9 @@ def _table_rows(path, fmt):
             continue  # a blank line
         if header is None:
             header = [name.strip() for name in fields]
+            twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
+            if twice is not None:
+                raise ValueError(f"{path}:{start}: the header names the column '{twice}' twice")
             yield start, header
         elif len(fields) != len(header):
             hint = "a field with a comma must be in double quotes" if fmt == "csv" else "no text may hold a tab"
@@ -188,7 +191,8 @@ def _table_rows(path, fmt):
 
 
 def _json_rows(path):
-    """Yields `(1, field names of the first object)`, then `(line, object)` per non-blank line, of JSON lines."""
+    """Yields `(its line, field names)` of the first object, then `(line, object)` per non-blank line, of JSON
+    lines."""
     first = True
     for lineno, line in read_lines(path):
         if not line.strip():

@@ -51,6 +51,7 @@ def test_multi_label_cells_and_lists(tmp_path):
     ("a.csv", "text,label\nx, \n", {}, "a.csv:2: column 'label' is empty; every example needs a label"),
     ("a.csv", "text,label\nx,y\n", {"pair": True}, "a.csv:1: no column 'text_pair' or 'sentence2'"),
     ("a.csv", "", {}, "a.csv: the file is empty; expected a header row"),
+    ("a.csv", "text,label,text\nx,y,z\n", {}, "a.csv:1: the header names the column 'text' twice"),
     ("a.jsonl", '{"text": "x", "label": "y"}\n{"text": "x", "label": "y"\n', {},
      "a.jsonl:2: not valid JSON (Expecting ',' delimiter at column 27); expected one JSON object a line"),
     ("a.jsonl", '["x", "y"]\n', {}, 'a.jsonl:1: expected a JSON object ({"text": ..., "label": ...}), got a list'),
