@@ -2,6 +2,7 @@
 DistilBERT's heads add their dense layer on the first token."""
 
 import keras
+import numpy as np
 
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
@@ -99,9 +100,25 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
 
     def task_fields(self):
         """task.json's fields of the head (`TextInputs.export`): its label names (GLUE's "0", "1", ... where none
-        were given), regression or not."""
-        names = list(self.label_names or ([] if self.num_classes == 1 else map(str, range(self.num_classes))))
-        return {"label_names": names, "is_regression": self.num_classes == 1}
+        were given), regression or not, multi-label (with the export's default threshold) or not."""
+        regression = self.num_classes == 1 and not self.multi_label
+        names = list(self.label_names or ([] if regression else map(str, range(self.num_classes))))
+        multi_label = {"multi_label": True} if self.multi_label else {}  # (task.json has it only when true)
+        return {"label_names": names, "is_regression": regression, **multi_label}
+
+    def label_ids(self, y):
+        """`TextInputs.label_ids`; multi-label: each example's labels (names or ids, any number) as a 0/1 row
+        (examples, num_classes) float32."""
+        if not self.multi_label or y is None or isinstance(y, np.ndarray) and y.ndim == 2:
+            return super().label_ids(y)
+        rows = np.zeros((len(y), self.num_classes), np.float32)
+        for row, labels in zip(rows, y):
+            ids = super().label_ids(list(labels)) if len(labels) else []
+            outside = [int(i) for i in ids if not 0 <= int(i) < self.num_classes]
+            if outside:
+                raise ValueError(f"label ids {outside} outside 0..{self.num_classes - 1}")
+            row[list(ids)] = 1
+        return rows
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "num_classes": self.num_classes,
