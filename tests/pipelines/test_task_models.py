@@ -65,3 +65,26 @@ def test_from_pretrained_refuses_arguments_that_do_not_fit(tiny_checkpoint):
         BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "a"])
     with pytest.raises(ValueError, match="seq_length"):
         BertClassifier.from_pretrained(tiny_checkpoint, num_classes=2, seq_length=65)  # 64 positions
+
+
+def test_a_hub_id_without_huggingface_hub_names_the_pip_command(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # (import fails)
+    with pytest.raises(ImportError, match="^org/absent-model: no such directory; to fetch it as a Hugging Face hub "
+                                          "id, pip install huggingface_hub$"):
+        BertClassifier.from_pretrained("org/absent-model", num_classes=2)
+
+
+def test_the_staging_model_dir_records_what_the_export_serves(tiny_checkpoint, tmp_path):
+    from official_bert.model_dir import load_model_dir
+    from official_bert.pipelines.task_models import write_model_dir
+
+    model = BertClassifier.from_pretrained(tiny_checkpoint, labels=["no", "yes"], seq_length=24,
+                                           text_features=("premise", "hypothesis"))
+    write_model_dir(model, str(tmp_path))
+    loaded = load_model_dir(str(tmp_path))
+    assert loaded.kind == "classification" and loaded.max_seq_length == 24 and loaded.lower_case
+    assert {k: loaded.info[k] for k in ("label_names", "is_regression", "text_features")} == {
+        "label_names": ["no", "yes"], "is_regression": False, "text_features": ["premise", "hypothesis"]}
+    _same_weights(loaded.model, model)
