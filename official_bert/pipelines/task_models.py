@@ -16,14 +16,15 @@ import numpy as np
 
 from official_bert import model_dir as model_dirs
 from official_bert.families import check_sequence_length
-from official_bert.task_kinds import kind_of_model, resolve
-from official_bert.text.preprocessing import Preprocessor
+from official_bert.task_kinds import kind_of_model, resolve, task_kind
+from official_bert.text.preprocessing import Preprocessor, text_preprocessor
 from official_bert.text.tokenizer_config import write_tokenizer_files_of
 
 # What writes a model_dir's SavedModel (`python -m export.saved_model`): named, not imported, as the task kinds name
 # their serving modules (the library imports nothing of export/).
 SAVED_MODEL_EXPORT = "export.saved_model.export"
 _HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
+DEFAULT_SEQ_LENGTH = 128
 
 
 def checkpoint_path(path) -> str:
@@ -50,14 +51,16 @@ def checkpoint_path(path) -> str:
                                 f"({reason})") from None
 
 
-def from_pretrained(model_class, path, labels=None, seq_length=128, lower_case=None, **kwargs):
-    """`model_class` (a task model) on the encoder of a checkpoint, its tokenizer as the preprocessor.
+def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=None, **kwargs):
+    """`model_class` (a task model) on the encoder of a checkpoint, its tokenizer as the preprocessor; or, from a
+    model_dir of its kind without new labels, the trained model itself (`trained_model`).
 
     Args:
         model_class: `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...
-        path: a Hugging Face or Google checkpoint directory, a model_dir of ours (its encoder), or a hub id.
+        path: a Hugging Face or Google checkpoint directory, a model_dir of ours, or a hub id.
         labels: the class (tag) names; their count is the model's `label_count_argument` (e.g. `num_classes`).
-        seq_length: the packed length, special tokens included (at most the model's positions).
+        seq_length: the packed length, special tokens included (at most the model's positions); default: a trained
+            model_dir's, else 128.
         lower_case: overrides the casing found beside the checkpoint.
         **kwargs: the model's other constructor arguments.
     Raises:
@@ -66,7 +69,15 @@ def from_pretrained(model_class, path, labels=None, seq_length=128, lower_case=N
     """
     from official_bert.pipelines.loading import load_encoder_and_tokenizer
 
+    path = checkpoint_path(path)
     count_argument = model_class.label_count_argument
+    if labels is None and count_argument not in kwargs and model_dirs.is_model_dir(path) and issubclass(
+            task_kind(model_dirs.read_task_info(path)["kind"]).model_class(), model_class):
+        if kwargs:
+            raise ValueError(f"{path}: a trained model_dir is loaded as it was trained, without {sorted(kwargs)}; "
+                             f"pass labels=[...] for a new head on its encoder")
+        return trained_model(path, seq_length, lower_case)
+    seq_length = seq_length or DEFAULT_SEQ_LENGTH
     if labels is not None:
         labels = [str(label) for label in labels]
         if count_argument is None:
@@ -77,10 +88,24 @@ def from_pretrained(model_class, path, labels=None, seq_length=128, lower_case=N
             raise ValueError(f"{count_argument}={kwargs[count_argument]} but {len(labels)} labels {labels}")
     elif count_argument is not None and count_argument not in kwargs:
         raise ValueError(f"{model_class.__name__}.from_pretrained needs labels=[...] or {count_argument}=...")
-    encoder, tokenizer = load_encoder_and_tokenizer(checkpoint_path(path), lower_case)
+    encoder, tokenizer = load_encoder_and_tokenizer(path, lower_case)
     check_sequence_length(seq_length, encoder.config, "seq_length", source=str(path))
     preprocessor = Preprocessor(tokenizer, seq_length, layout=encoder.config.packing_layout)
     return model_class(encoder, preprocessor=preprocessor, label_names=labels, **kwargs)
+
+
+def trained_model(model_dir, seq_length=None, lower_case=None):
+    """A model_dir's trained task model (`model_dir.load_model_dir`) with its preprocessor (the model_dir's
+    tokenizer, casing and, by default, `max_seq_length`), label names and text feature names."""
+    loaded = model_dirs.load_model_dir(model_dir)
+    seq_length = seq_length or loaded.max_seq_length
+    check_sequence_length(seq_length, loaded.config, "seq_length", source=model_dir)
+    model = loaded.model
+    model.preprocessor = text_preprocessor(loaded.vocab_file, loaded.lower_case if lower_case is None else lower_case,
+                                           seq_length)
+    model.label_names = tuple(loaded.info["label_names"]) if "label_names" in loaded.info else None
+    model.text_features = tuple(loaded.info["text_features"]) if "text_features" in loaded.info else None
+    return model
 
 
 def write_model_dir(model, directory):

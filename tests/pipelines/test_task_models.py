@@ -42,16 +42,22 @@ def test_a_hub_id_loads_from_the_hub_cache_offline(hub_cache, tiny_checkpoint):
         BertClassifier.from_pretrained("tiny-org/absent", num_classes=2)
 
 
-def test_a_model_dir_gives_its_encoder_and_tokenizer(tiny_checkpoint, tmp_path):
+def test_a_model_dir_gives_its_trained_model_or_its_encoder_under_a_new_head(tiny_checkpoint, tmp_path):
     from official_bert.pipelines.task_models import write_model_dir
 
     model = BertTokenClassifier.from_pretrained(tiny_checkpoint, labels=["O", "B-X", "I-X"], seq_length=16)
     write_model_dir(model, str(tmp_path))
-    again = BertClassifier.from_pretrained(tmp_path, num_classes=2, seq_length=16)
+    trained = BertTokenClassifier.from_pretrained(tmp_path)  # its kind, no new labels: the model as trained
+    _same_weights(trained, model)
+    assert trained.label_names == ("O", "B-X", "I-X") and trained.preprocessor.seq_length == 16
+    texts = ["EU rejects German call"]
+    np.testing.assert_allclose(trained.predict(texts, verbose=0), model.predict(texts, verbose=0), atol=1e-6)
+    with pytest.raises(ValueError, match=r"loaded as it was trained, without \['dropout_rate'\]; pass labels"):
+        BertTokenClassifier.from_pretrained(tmp_path, dropout_rate=0.2)
+    again = BertClassifier.from_pretrained(tmp_path, num_classes=2, seq_length=16)  # another kind: its encoder
     _same_weights(again.encoder, model.encoder)
-    texts = np.array(["EU rejects German call"])
-    for name, ids in again.preprocessor([texts]).items():
-        np.testing.assert_array_equal(ids.numpy(), model.preprocessor([texts])[name].numpy())
+    for name, ids in again.preprocessor([np.array(texts)]).items():
+        np.testing.assert_array_equal(ids.numpy(), model.preprocessor([np.array(texts)])[name].numpy())
 
 
 def test_from_pretrained_refuses_arguments_that_do_not_fit(tiny_checkpoint):
