@@ -81,10 +81,12 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         return {name: 0.5 for name in SPAN_OUTPUTS}
 
     def task_fields(self):
-        """Refuses: a SQuAD export needs the answer settings of a `tasks.run_squad` run (its windows, question and
-        answer lengths), which a model built in Python does not have."""
-        raise ValueError("BertSpanLabeler.export: train it with python -m tasks.run_squad and export that model_dir "
-                         "(python -m export.saved_model), which records the answer settings the export serves")
+        """Nothing beyond the `task_settings` of the `tasks.run_squad` model_dir it was read from (its windows,
+        question and answer lengths, which a SQuAD export serves); refuses without them."""
+        if not self.task_settings:
+            raise ValueError("BertSpanLabeler.export: a SQuAD export serves the answer settings of a tasks.run_squad "
+                             "model_dir; train it there, then export BertSpanLabeler.from_pretrained(model_dir)")
+        return {}
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder),

@@ -85,12 +85,14 @@ class TextInputs:
             too, and `export` answers them; `predict` still returns logits, as Keras does.
         text_features: the names of the texts, e.g. ("text", "text_b") (None: taken from the first `fit` on
             texts): `export`'s serving inputs.
+        task_settings: the task.json of the model_dir the model was read from (`from_pretrained`), whose settings
+            `export` serves again (a tuned multi-label `threshold`, SQuAD's answer lengths, ...), or None.
     """
 
     label_count_argument = None  # the constructor argument `from_pretrained(labels=...)` sets: "num_classes", ...
     takes_words = False  # whether it also takes sentences as lists of words, tagged word by word (a tagger)
 
-    def __init__(self, *args, preprocessor=None, label_names=None, text_features=None, **kwargs):
+    def __init__(self, *args, preprocessor=None, label_names=None, text_features=None, task_settings=None, **kwargs):
         super().__init__(*args, **kwargs)
         if isinstance(preprocessor, dict):  # read back from a config: its class registers when imported
             from official_bert.text.preprocessing import Preprocessor  # noqa: F401  (TensorFlow's: only here)
@@ -99,6 +101,7 @@ class TextInputs:
         self.preprocessor = preprocessor
         self.label_names = None if label_names is None else tuple(str(name) for name in label_names)
         self.text_features = None if text_features is None else tuple(text_features)
+        self.task_settings = None if task_settings is None else dict(task_settings)
 
     @classmethod
     def from_pretrained(cls, path, labels=None, seq_length=None, lower_case=None, **kwargs):
@@ -130,7 +133,8 @@ class TextInputs:
         return {"preprocessor": None if self.preprocessor is None else
                 keras.saving.serialize_keras_object(self.preprocessor),
                 "label_names": None if self.label_names is None else list(self.label_names),
-                "text_features": None if self.text_features is None else list(self.text_features)}
+                "text_features": None if self.text_features is None else list(self.text_features),
+                "task_settings": self.task_settings}
 
     def task_fields(self):
         """The model's task.json fields besides the texts' (`export`); a task model adds its head's."""

@@ -96,7 +96,8 @@ def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=
 
 def trained_model(model_dir, seq_length=None, lower_case=None):
     """A model_dir's trained task model (`model_dir.load_model_dir`) with its preprocessor (the model_dir's
-    tokenizer, casing and, by default, `max_seq_length`), label names and text feature names."""
+    tokenizer, casing and, by default, `max_seq_length`), label names, text feature names and task.json (its
+    `task_settings`, which `export` writes back)."""
     loaded = model_dirs.load_model_dir(model_dir)
     seq_length = seq_length or loaded.max_seq_length
     check_sequence_length(seq_length, loaded.config, "seq_length", source=model_dir)
@@ -105,13 +106,18 @@ def trained_model(model_dir, seq_length=None, lower_case=None):
                                            seq_length)
     model.label_names = tuple(loaded.info["label_names"]) if "label_names" in loaded.info else None
     model.text_features = tuple(loaded.info["text_features"]) if "text_features" in loaded.info else None
+    model.task_settings = {k: v for k, v in loaded.info.items() if k not in ("kind", "schema_version")}
     return model
 
 
 def write_model_dir(model, directory):
     """Writes a task model with a preprocessor as a finished model_dir of its kind (`official_bert.model_dir`):
-    task.json (the head's `task_fields`, the texts' names, length and casing), bert_config.json, the tokenizer's
-    files and the weights (and `encoder/`)."""
+    task.json (the model_dir's it was read from, if any, updated with the head's `task_fields`, the texts' names,
+    length and casing), bert_config.json, the tokenizer's files and the weights (and `encoder/`).
+
+    Raises:
+        FileExistsError: `directory` holds files (it is created, or must be empty).
+    """
     from official_bert.run_model_dir import save_trained
 
     kind = kind_of_model(model)
@@ -119,10 +125,14 @@ def write_model_dir(model, directory):
         raise ValueError(f"{type(model).__name__} is no task kind's model (official_bert.task_kinds); nothing "
                          "serves it")
     preprocessor = model.preprocessor
-    vocab_file = write_tokenizer_files_of(preprocessor.tokenizer, directory)
     lower_case = bool(getattr(preprocessor.tokenizer, "lower_case", False))  # (byte-level BPE keeps case)
-    info = {"task": type(model).__name__, "max_seq_length": preprocessor.seq_length, "do_lower_case": lower_case,
-            "text_features": list(model.text_features or ("text",)), **model.task_fields()}
+    info = {"task": type(model).__name__, **(model.task_settings or {}), "max_seq_length": preprocessor.seq_length,
+            "do_lower_case": lower_case, "text_features": list(model.text_features or ("text",)),
+            **model.task_fields()}  # (before anything is written: a head may refuse)
+    os.makedirs(directory, exist_ok=True)
+    if os.listdir(directory):
+        raise FileExistsError(f"{directory}: not empty; a model_dir is written into a new or empty directory")
+    vocab_file = write_tokenizer_files_of(preprocessor.tokenizer, directory)
     model_dirs.write_task_info(directory, kind.name, info)
     model_dirs.write_json(os.path.join(directory, model_dirs.CONFIG_FILE), model.encoder.config.to_dict())
     save_trained(model, directory, vocab_file, lower_case)  # (the preprocessor has no weights)

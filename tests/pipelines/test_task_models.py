@@ -94,3 +94,25 @@ def test_the_staging_model_dir_records_what_the_export_serves(tiny_checkpoint, t
     assert {k: loaded.info[k] for k in ("label_names", "is_regression", "text_features")} == {
         "label_names": ["no", "yes"], "is_regression": False, "text_features": ["premise", "hypothesis"]}
     _same_weights(loaded.model, model)
+
+
+def test_a_model_dirs_settings_travel_with_the_model_it_gives(tiny_checkpoint, tmp_path):
+    """A tuned multi-label threshold (and any task.json setting) read by from_pretrained is written back by the
+    export's staging model_dir and kept by get_config; a span labeler without SQuAD's settings is refused."""
+    from official_bert.model_dir import read_json, read_task_info, write_json
+    from official_bert.pipelines.task_models import write_model_dir
+
+    model = BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "b", "c"], multi_label=True, seq_length=16)
+    write_model_dir(model, str(tmp_path / "first"))
+    info = read_json(tmp_path / "first" / "task.json")
+    write_json(str(tmp_path / "first" / "task.json"), {**info, "threshold": 0.3})  # as --tune_threshold leaves it
+    trained = BertClassifier.from_pretrained(tmp_path / "first")
+    assert trained.get_config()["task_settings"]["threshold"] == 0.3
+    write_model_dir(trained, str(tmp_path / "again"))
+    assert {k: read_task_info(str(tmp_path / "again"))[k] for k in ("threshold", "multi_label", "label_names")} == {
+        "threshold": 0.3, "multi_label": True, "label_names": ["a", "b", "c"]}
+    with pytest.raises(ValueError, match="^BertSpanLabeler.export: a SQuAD export serves the answer settings"):
+        write_model_dir(BertSpanLabeler.from_pretrained(tiny_checkpoint, seq_length=16), str(tmp_path / "squad"))
+    assert not (tmp_path / "squad").exists()  # refused before anything is written
+    with pytest.raises(FileExistsError, match="again: not empty"):
+        write_model_dir(trained, str(tmp_path / "again"))
