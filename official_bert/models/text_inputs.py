@@ -140,7 +140,7 @@ class TextInputs:
         """The model's task.json fields besides the texts' (`export`); a task model adds its head's."""
         return {}
 
-    def export(self, filepath, format="tf_saved_model", version=None, **kwargs):
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None, version=None, **kwargs):
         """With a preprocessor: the raw-text TF-Serving SavedModel that `python -m export.saved_model` writes for
         a model_dir of this model (signatures, `assets/`, warm-up requests), in `<filepath>/<version>/`; returns
         that directory. Without one (or another `format`), Keras' own `Model.export`.
@@ -148,20 +148,21 @@ class TextInputs:
         Args:
             filepath: the export's base directory (TF Serving's `--model_base_path`).
             format: "tf_saved_model"; any other is Keras'.
+            verbose, input_signature, **kwargs: Keras' `export` arguments (without a preprocessor).
             version: a positive integer; default: one more than the highest there (1 if none).
-            **kwargs: Keras' `export` arguments (without a preprocessor).
         """
         if self.preprocessor is None or format != "tf_saved_model":
-            return super().export(filepath, format=format, **kwargs)
-        if kwargs:
-            raise TypeError(f"export of a model with a preprocessor takes filepath and version; got {sorted(kwargs)}")
+            return super().export(filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs)
+        if input_signature is not None or kwargs:
+            given = sorted(kwargs) + (["input_signature"] if input_signature is not None else [])
+            raise TypeError(f"export of a model with a preprocessor takes filepath and version; got {given}")
         return importlib.import_module(TASK_MODELS).export(self, filepath, version)
 
-    def fit(self, x=None, y=None, batch_size=None, validation_data=None, validation_split=0.0, shuffle=True,
-            sample_weight=None, **kwargs):
-        """`keras.Model.fit`; texts (see the class) go through the preprocessor in `tf.data`, batched by
-        `batch_size` (default 32), shuffled each epoch unless `shuffle=False`; `validation_split` takes the last
-        examples, as Keras does."""
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
+            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, **kwargs):
+        """`keras.Model.fit` (its arguments, in its order); texts (see the class) go through the preprocessor in
+        `tf.data`, batched by `batch_size` (default 32), shuffled each epoch unless `shuffle=False`;
+        `validation_split` takes the last examples, as Keras does."""
         segments = text_segments(x)
         if self._is_words(x):
             if validation_split:
@@ -180,10 +181,11 @@ class TextInputs:
             x = self._mapped(x)
         if validation_data is not None:
             validation_data = self._validation_dataset(validation_data, batch_size)
-        return super().fit(x, y, batch_size=batch_size, validation_data=validation_data,
-                           validation_split=validation_split, shuffle=shuffle, sample_weight=sample_weight, **kwargs)
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                           validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                           class_weight=class_weight, sample_weight=sample_weight, **kwargs)
 
-    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, taking texts (or sentences of words) as `fit` does."""
         if self._is_words(x):
             x, y, sample_weight, batch_size = self._words_dataset(x, y, sample_weight, batch_size), None, None, None
@@ -191,7 +193,7 @@ class TextInputs:
             x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size), None, None, None
         elif self._is_text_dataset(x):
             x = self._mapped(x)
-        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+        return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`, taking texts as `fit` does: the logits (never label names, as Keras). Sentences of

@@ -70,6 +70,9 @@ def test_datasets_of_texts_pairs_and_validation_split(classifier):
     assert pairs.shape == (4, 3) and not np.allclose(pairs, classifier.predict(TEXTS, verbose=0))
     history = classifier.fit(TEXTS * 2, LABELS * 2, validation_split=0.25, batch_size=4, verbose=0)
     assert "val_loss" in history.history
+    history = classifier.fit(TEXTS, LABELS, 2, 2, 0)  # Keras' positional order: batch_size, epochs, verbose
+    assert len(history.history["loss"]) == 2
+    assert len(classifier.evaluate(TEXTS, LABELS, 2, 0)) == 2  # batch_size, verbose: [loss, accuracy]
 
 
 @pytest.mark.slow

@@ -27,7 +27,8 @@ def vocab_files(vocab_file, shared_data, tmp_path_factory):
         model_type="unigram", pad_id=0, unk_id=1, bos_id=-1, eos_id=-1, control_symbols=["[CLS]", "[SEP]", "[MASK]"],
         num_threads=1, minloglevel=2)
     roberta = roberta_directory(tmp_path_factory.mktemp("bpe"), 40)
-    return {"wordpiece": str(vocab_file), "bpe": str(roberta / "vocab.json"), "sentencepiece": str(albert / "spiece.model")}
+    return {"wordpiece": str(vocab_file), "bpe": str(roberta / "vocab.json"),
+            "sentencepiece": str(albert / "spiece.model")}
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe", "sentencepiece"])
