@@ -157,9 +157,8 @@ def build_task_model(kind, config, info, train_on_real_tokens=True):
         train_on_real_tokens: whether a model that can (classifier, token classifier, span labeler) trains on each
             batch's real tokens only (`RealTokenTraining`).
     """
-    from official_bert.models.encoder import BertEncoder
-
-    return task_kind(kind).build_model(BertEncoder(config), info, train_on_real_tokens=train_on_real_tokens)
+    spec = task_kind(kind)
+    return spec.build_model(spec.build_encoder(config, info), info, train_on_real_tokens=train_on_real_tokens)
 
 
 @dataclasses.dataclass
@@ -171,7 +170,8 @@ class LoadedModelDir:
         info: task.json (current schema).
         config: the `BertConfig`.
         model: the task model with its trained weights.
-        vocab_file: the model_dir's `vocab.txt` (RoBERTa: `vocab.json`, `merges.txt` beside it).
+        vocab_file: the model_dir's `vocab.txt` (RoBERTa: `vocab.json`, `merges.txt` beside it); None for a kind
+            that reads no text (`TaskKind.reads_text`).
         lower_case: the casing it was trained with.
         max_seq_length: the training sequence length.
         model_dir: the directory it was read from.
@@ -202,8 +202,8 @@ def load_model_dir(model_dir):
         if not os.path.isfile(os.path.join(model_dir, name)):
             raise FileNotFoundError(f"{model_dir}: no {name}; use a model_dir whose training finished")
     config = BertConfig.from_json_file(os.path.join(model_dir, CONFIG_FILE))
-    vocab_file = vocab_file_of(model_dir, config)
-    if not os.path.isfile(vocab_file):
+    vocab_file = vocab_file_of(model_dir, config) if task_kind(info["kind"]).reads_text else None
+    if vocab_file is not None and not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"{model_dir}: no {os.path.basename(vocab_file)}; use a model_dir whose training "
                                 "finished")
     model = build_task_model(info["kind"], config, info)

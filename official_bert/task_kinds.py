@@ -23,6 +23,7 @@ from typing import Callable, Optional, Tuple
 
 CLASSIFICATION, TAGGING, SQUAD, PRETRAINING = "classification", "tagging", "squad", "pretraining"
 MULTIPLE_CHOICE = "multiple_choice"
+TIME_SERIES = "time_series"
 # The fields task.json has for every kind, besides "task", "kind" and "schema_version".
 COMMON_FIELDS = ("max_seq_length", "do_lower_case")
 
@@ -52,6 +53,10 @@ class TaskKind:
         schema1_task: the task.json "task" of a schema-1 file (no "kind" field) of this kind; a schema-1 file with
             any other task name is a classification one.
         logits_per_piece: the model's logits are per word piece (batch, seq_length, ...), not per example.
+        encoder: the encoder class (dotted path); its constructor takes the `BertConfig` and `encoder_args(info)`.
+        encoder_args: task.json's fields -> the encoder's constructor keyword arguments besides the config (None:
+            none).
+        reads_text: the model reads word pieces: a model_dir of the kind has the tokenizer's files.
     """
 
     name: str
@@ -64,6 +69,9 @@ class TaskKind:
     complete: Optional[Callable[[dict], dict]] = None
     schema1_task: Optional[str] = None
     logits_per_piece: bool = False
+    encoder: str = "official_bert.models.encoder.BertEncoder"
+    encoder_args: Optional[Callable[[dict], dict]] = None
+    reads_text: bool = True
 
     def model_class(self):
         """The task model class."""
@@ -77,6 +85,10 @@ class TaskKind:
         model_class = self.model_class()
         options = {"train_on_real_tokens": train_on_real_tokens} if issubclass(model_class, RealTokenTraining) else {}
         return model_class(encoder, **self.model_args(info), **options)
+
+    def build_encoder(self, config, info):
+        """The untrained encoder of the kind's models, of `config` (a `BertConfig`) and task.json's fields `info`."""
+        return resolve(self.encoder)(config, **(self.encoder_args(info) if self.encoder_args else {}))
 
 
 def _classifier_args(info):
@@ -98,6 +110,15 @@ def _from_glue_table(info):
         return {}
     known = {"text_features": text_features(glue_task.is_pair), "is_regression": glue_task.is_regression}
     return {field: known[field] for field in missing}
+
+
+def _time_series_args(info):
+    return {"num_classes": len(info["label_names"]), "dropout_rate": info.get("classifier_dropout", 0.8),
+            "feature_mean": info.get("feature_mean"), "feature_scale": info.get("feature_scale")}
+
+
+def _feature_encoder_args(info):
+    return {name: info[name] for name in ("input_channels", "norm_first", "key_keep_prob") if name in info}
 
 
 def text_features(is_pair):
@@ -127,6 +148,11 @@ TASK_KINDS = {kind.name: kind for kind in (
              "official_bert.checkpoints.heads.multiple_choice_specs",
              "export.multiple_choice_module.MultipleChoiceModule",
              "official_bert.tasks.multiple_choice.MultipleChoiceTask"),
+    TaskKind(TIME_SERIES, "official_bert.models.time_series_classifier.BertTimeSeriesClassifier", _time_series_args,
+             "official_bert.tasks.time_series.head_specs", "export.time_series_module.TimeSeriesModule",
+             "official_bert.tasks.time_series.TimeSeriesClassificationTask",
+             COMMON_FIELDS + ("label_names", "input_channels"), encoder="official_bert.models.feature_encoder."
+             "BertFeatureEncoder", encoder_args=_feature_encoder_args, reads_text=False),
 )}
 KINDS = tuple(TASK_KINDS)
 

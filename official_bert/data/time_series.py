@@ -200,3 +200,30 @@ def channel_statistics(examples: TimeSeriesExamples):
     scale = real.std(axis=0, dtype=np.float64)
     scale[scale == 0] = 1.0
     return mean.tolist(), scale.tolist()
+
+
+def time_series_dataset(examples: TimeSeriesExamples, labels, batch_size, is_training, seed=0):
+    """A `tf.data.Dataset` of `(inputs, labels)` batches (inputs alone when `labels` is None): `input_features`
+    (batch, time, channels) float32 and `input_mask` (batch, time) int32.
+
+    Args:
+        examples: the split.
+        labels: (N,) int class ids, or None.
+        batch_size: batch size.
+        is_training: repeat forever, each epoch shuffled in an order of (`seed`, epoch) alone
+            (`data.epochs.repeat_shuffled`), and drop the last partial batch.
+        seed: the shuffle seed.
+    """
+    import tensorflow as tf
+
+    from official_bert.data.epochs import repeat_shuffled
+
+    columns = {"input_features": examples.features, "input_mask": examples.mask()}
+    if labels is not None:
+        columns["label"] = np.asarray(labels, np.int32)
+    dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+    if labels is not None:
+        dataset = dataset.map(lambda batch: ({name: batch[name] for name in ("input_features", "input_mask")},
+                                             batch["label"]))
+    return dataset.prefetch(tf.data.AUTOTUNE)

@@ -68,10 +68,11 @@ class FeatureEmbeddings(keras.layers.Layer):
         features = ops.cast(features, self.compute_dtype)
         hidden = self.projection(features) if self.projection is not None else features  # (batch, time, hidden)
         batch = ops.shape(hidden)[0]
-        first = ops.broadcast_to(ops.cast(self.classification_vector, hidden.dtype)[None, None, :],
+        # (reshape, not [None] indexing: TFLite has no kernel for the strided slice that adds axes)
+        first = ops.broadcast_to(ops.reshape(ops.cast(self.classification_vector, hidden.dtype), (1, 1, -1)),
                                  (batch, 1, self.hidden_size))  # (batch, 1, hidden)
         hidden = ops.concatenate([first, hidden], axis=1)  # (batch, 1 + time, hidden)
-        hidden = hidden + self.position_embeddings[:ops.shape(hidden)[1]][None]
+        hidden = hidden + ops.expand_dims(self.position_embeddings[:ops.shape(hidden)[1]], 0)
         if self.layer_norm is not None:
             use_kernels = fused_training_ops.applies(self.fused_training_kernels, training)
             hidden = fused_training_ops.layer_norm(self.layer_norm, hidden, use_kernels)

@@ -32,7 +32,7 @@ class BertFeatureEncoder(keras.Model):
 
     Args:
         config: a `BertConfig` (or its dict).
-        input_channels: the features' channels.
+        input_channels: the features' channels; None: `hidden_size` (no projection, as in the paper).
         norm_first: pre-LN blocks and a final LayerNorm; False: post-LN blocks after an embedding LayerNorm.
         key_keep_prob: in (0, 1]: the share of time steps kept as attention keys in training.
         fused_attention: see `BertEncoder`.
@@ -47,10 +47,11 @@ class BertFeatureEncoder(keras.Model):
     ```
     """
 
-    def __init__(self, config, input_channels, norm_first=False, key_keep_prob=1.0, fused_attention=False,
+    def __init__(self, config, input_channels=None, norm_first=False, key_keep_prob=1.0, fused_attention=False,
                  fused_training_kernels=True, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
+        input_channels = config.hidden_size if input_channels is None else int(input_channels)
         inputs = {"input_features": keras.Input(shape=(None, input_channels), dtype="float32",
                                                 name="input_features"),
                   "input_mask": keras.Input(shape=(None,), dtype="int32", name="input_mask")}
@@ -89,7 +90,7 @@ class BertFeatureEncoder(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         self.config = config
-        self.input_channels = int(input_channels)
+        self.input_channels = input_channels
         self.norm_first = bool(norm_first)
         self.key_keep_prob = float(key_keep_prob)
         self.fused_attention = bool(fused_attention)

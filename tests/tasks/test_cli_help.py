@@ -21,13 +21,16 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 ENTRY_POINTS = ["tasks.run_classifier", "tasks.run_ner", "tasks.run_squad", "tasks.run_multiple_choice",
                 "tasks.run_pretraining", "tasks.create_pretraining_data", "tasks.extract_features", "tasks.distill",
-                "tasks.prune", "export.saved_model", "export.tflite", "export.predict"]
+                "tasks.prune", "tasks.run_time_series_classifier", "export.saved_model", "export.tflite",
+                "export.predict"]
 # The run flags an entry point leaves out (its `define_run_flags(skip=...)`).
 DISTILLATION_SKIPS = {"init_checkpoint", "vocab_file", "do_lower_case"}  # the teacher's model_dir gives them
 SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_proportion", "do_predict",
                                                 "train_on_real_tokens"},
                      "tasks.run_multiple_choice": {"train_on_real_tokens"},
-                     "tasks.distill": DISTILLATION_SKIPS, "tasks.prune": DISTILLATION_SKIPS}
+                     "tasks.distill": DISTILLATION_SKIPS, "tasks.prune": DISTILLATION_SKIPS,
+                     "tasks.run_time_series_classifier": {"init_checkpoint", "vocab_file", "do_lower_case",
+                                                          "max_seq_length", "train_on_real_tokens"}}
 ABSL_FLAGS = {"flagfile", "undefok", "help", "helpfull", "helpshort", "helpxml", "verbosity", "logtostderr",
               "only_check_args", "pdb", "pdb_post_mortem", "run_with_pdb", "use_cprofile_for_profiling"}
 
