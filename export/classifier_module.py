@@ -93,9 +93,11 @@ class ClassifierModule(ServingModule):
         if self.multi_label:
             probabilities = tf.sigmoid(logits)  # (batch, labels)
             predicted = probabilities > self.threshold
-            names = tf.broadcast_to(tf.constant(self.label_names), tf.shape(logits))
+            # label j is entry 2j ("") or 2j + 1 (its name) of one table: a gather, which TFLite has (not SelectV2)
+            table = tf.constant([text for name in self.label_names for text in ("", name)])  # (2 labels,)
+            index = 2 * tf.range(len(self.label_names)) + tf.cast(predicted, tf.int32)  # (batch, labels)
             return {"logits": logits, "probabilities": probabilities, "predicted": predicted,
-                    "labels": tf.where(predicted, names, "")}
+                    "labels": tf.gather(table, index)}
         label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch,)
         return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id,
                 "label": tf.gather(tf.constant(self.label_names), label_id)}

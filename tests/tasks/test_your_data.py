@@ -158,6 +158,14 @@ def test_the_exports_serve_the_users_labels(runs, tmp_path):
     expected = np.where(probabilities > threshold, np.array(TICKETS, dtype=object), "")
     np.testing.assert_array_equal(answer["labels"].numpy().astype(str), expected.astype(str))
 
+    # the multi-label answer converts to TFLite (no string op TFLite lacks) and answers alike there
+    from export.tflite import convert, interpreter
+
+    lite = interpreter(model_content=convert(str(work / "out" / "export" / "tickets" / "1")))
+    lite_answer = lite.get_signature_runner("serving_default")(text=texts.numpy())
+    np.testing.assert_allclose(lite_answer["probabilities"], probabilities, atol=1e-5)
+    np.testing.assert_array_equal(lite_answer["labels"].astype(str), expected.astype(str))
+
     version_dirs = [work / "out" / "export" / name / "1" for name in ("reviews", "tickets")]
     checks, _ = tool_checks(version_dirs)
     for path, (code, printed) in checks.items():
