@@ -116,3 +116,20 @@ def test_a_model_dirs_settings_travel_with_the_model_it_gives(tiny_checkpoint, t
     assert not (tmp_path / "squad").exists()  # refused before anything is written
     with pytest.raises(FileExistsError, match="again: not empty"):
         write_model_dir(trained, str(tmp_path / "again"))
+
+
+def test_a_roberta_checkpoint_gives_its_byte_level_preprocessor_and_model_dir(tmp_path):
+    from official_bert.model_dir import load_model_dir
+    from official_bert.pipelines.task_models import write_model_dir
+    from tests.tiny_families import roberta_directory
+
+    model = BertClassifier.from_pretrained(roberta_directory(tmp_path / "roberta", 40), labels=["x", "y"],
+                                           seq_length=12)
+    assert model.preprocessor.layout == "roberta"
+    texts = ["a cat sat", "the mat"]
+    logits = model.predict(texts, verbose=0)  # (2, 2)
+    write_model_dir(model, str(tmp_path / "model_dir"))  # vocab.json + merges.txt, from the vocabulary it holds
+    again = BertClassifier.from_pretrained(tmp_path / "model_dir")
+    assert not again.preprocessor.tokenizer.get_config()["vocab"] and again.preprocessor.layout == "roberta"
+    np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-6)
+    assert load_model_dir(str(tmp_path / "model_dir")).config.model_type == "roberta"
