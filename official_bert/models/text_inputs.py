@@ -4,8 +4,9 @@ A task model built with a `Preprocessor` (`BertClassifier.from_pretrained(path, 
 constructor) takes Python lists or NumPy arrays of strings in `fit`, `evaluate` and `predict` (a pair of texts as
 a tuple or dict of two arrays), or a `tf.data.Dataset` of strings: the preprocessor is mapped over a `tf.data`
 pipeline, outside the jit-compiled step (XLA has no string kernels), and the model runs on the packed ints as
-before. Packed int inputs still work as they always did. The preprocessor (its vocabulary inline), the label
-names and the text feature names are in the model's config, so `model.save("x.keras")` and
+before. Packed int inputs still work as they always did; a tagger (`takes_words`) also takes sentences as lists
+of words. The preprocessor (its vocabulary inline), the label names, the text feature names and the task settings
+of the model_dir it was read from are in the model's config, so `model.save("x.keras")` and
 `keras.saving.load_model` round-trip them; `model.export(dir)` writes the raw-text TF-Serving SavedModel of
 `python -m export.saved_model`.
 
