@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from official_bert import BertConfig, BertFeatureEncoder, BertTimeSeriesClassifier
-from tests.models.feature_sequence_torch import torch_reference
+from benchmarks.time_series_torch import torch_reference
 
 pytestmark = pytest.mark.slow
 
@@ -109,7 +109,7 @@ def test_logits_equal_pytorch_on_the_torch_backend():
         import numpy as np
         import torch
         from tests.models.test_time_series_classifier import _batch, _classifier
-        from tests.models.feature_sequence_torch import torch_reference
+        from benchmarks.time_series_torch import torch_reference
 
         diffs = []
         for norm_first in (True, False):
