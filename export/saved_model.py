@@ -46,10 +46,11 @@ def _tokenizer_assets(vocab_file, config):
     return {VOCAB_FILES[kind]: vocab_file}
 
 
-def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False):
+def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False,
+                 max_windows=None):
     """The serving module of a model_dir written by the tasks (`official_bert.model_dir`): its kind's
     `serving_module` (`official_bert.task_kinds`); `quantize`: a `Model.quantize` mode applied to the loaded model
-    (see QUANTIZED_PRECISIONS); `jit_compile`: see `build_module`."""
+    (see QUANTIZED_PRECISIONS); `jit_compile`, `max_windows`: see `build_module`."""
     from official_bert import model_dir as model_dirs
     from official_bert.task_kinds import resolve, task_kind
 
@@ -58,11 +59,18 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
     if jit_compile and not module_class.compiles_requests:
         raise ValueError(f"--jit_compile: sequence classifiers and taggers (tasks.run_classifier, tasks.run_ner "
                          f"model_dirs) and encoder checkpoints only; {model_dir} is a {loaded.kind} model_dir")
+    windows = {}
+    if max_windows is not None:
+        if not module_class.reads_windows:
+            raise ValueError(f"--max_windows: SQuAD model_dirs (tasks.run_squad) only; {model_dir} is a {loaded.kind} "
+                             "model_dir")
+        windows = {"max_windows": max_windows}
     _quantize(loaded.model, quantize, word_table=module_class.quantizes_word_table)
     seq_length = max_seq_length or loaded.max_seq_length
     check_sequence_length(seq_length, loaded.config, "max_seq_length", source=model_dir)
     assets = _tokenizer_assets(loaded.vocab_file, loaded.config)
-    return module_class.from_model_dir(loaded, seq_length, assets, staging_dir, top_k=top_k, jit_compile=jit_compile)
+    return module_class.from_model_dir(loaded, seq_length, assets, staging_dir, top_k=top_k, jit_compile=jit_compile,
+                                       **windows)
 
 
 def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, jit_compile=False):
@@ -117,7 +125,8 @@ def _quantize(model, mode, word_table=True):
         encoder.embeddings.quantize_word_table()
 
 
-def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32", jit_compile=False):
+def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32", jit_compile=False,
+                 max_windows=None):
     """The serving module of a model_dir, in `precision` whatever the global Keras dtype policy.
 
     Args:
@@ -130,6 +139,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         jit_compile: sequence classifiers and taggers (their raw-text signatures) and encoder checkpoints (their
             `embed` signature): XLA-compile the model for requests without padding (`export.request_length`); TF
             Serving then needs `--xla_cpu_compilation_enabled=true`.
+        max_windows: SQuAD exports: doc-stride windows of one context read at most (None: the module's default).
 
     Returns:
         an `export.serving_module.ServingModule`.
@@ -147,7 +157,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
 
         quantize = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
-            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize, jit_compile)
+            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize, jit_compile, max_windows)
         return _encoder_module(model_dir, max_seq_length, staging_dir, quantize, jit_compile)
     finally:
         keras.config.set_dtype_policy(previous)
@@ -255,12 +265,12 @@ def save(module, export_dir, version=None):
 
 
 def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None, precision="float32",
-           jit_compile=False):
+           jit_compile=False, max_windows=None):
     """Builds and saves the serving module of a model_dir (arguments: `build_module`'s); returns the version
     directory."""
     owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # before the minutes of building
     with tempfile.TemporaryDirectory() as staging_dir:
-        module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile)
+        module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile, max_windows)
         return save(module, export_dir, version)
 
 
@@ -279,7 +289,7 @@ def main(argv):
         model_dir = DEMO_MODEL_DIR
     export_dir = FLAGS.export_dir or os.path.join("out", "export", os.path.basename(os.path.normpath(model_dir)))
     path = export(model_dir, export_dir, FLAGS.version, FLAGS.max_seq_length, FLAGS.top_k, FLAGS.precision,
-                  FLAGS.jit_compile)
+                  FLAGS.jit_compile, FLAGS.max_windows)
     print(f"exported {model_dir} to {path}")
 
 
@@ -296,6 +306,9 @@ if __name__ == "__main__":
                          "sentence_bert_config.json's, else 128).")
     flags.DEFINE_integer("top_k", None, "Masked-LM exports (tasks.run_pretraining model_dirs): candidates per "
                          "[MASK]; default 5.")
+    flags.DEFINE_integer("max_windows", None, "SQuAD exports (tasks.run_squad model_dirs): a long context is read in "
+                         "the run's doc-stride windows, all in one batch; at most this many windows a context (the "
+                         "rest is not read, and `truncated` says so). Default: 64.", lower_bound=1)
     flags.DEFINE_enum("precision", "float32", sorted(SERVING_PRECISIONS),
                       "Weights and matmuls of the served model: float32, or bfloat16 (mixed_bfloat16's numerics, "
                       "weights stored in bfloat16; for CPUs with bf16 arithmetic and GPUs), or int8 (Keras' "

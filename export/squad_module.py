@@ -1,23 +1,22 @@
 """SquadModule: a question and a context -> the answer span, its text, character offsets and score, in-graph.
 
-It reads answers as `official_bert.data.squad_postprocessing.postprocess` does on one window, with dense
-core ops:
+It reads answers as `official_bert.data.squad_postprocessing.postprocess` does, with dense core ops:
 
-1. One window per question: `[CLS] question [SEP] context [SEP]`, the question cut to `max_query_length`
-   pieces first (as `build_features` does), the context then cut to the `seq_length - question - 3` pieces
-   left, and `truncated` says when either was cut. RoBERTa (a `Preprocessor` with `layout="roberta"`):
-   `<s> question </s></s> context </s>`, `seq_length - question - 4` context pieces, the question's leading
-   whitespace stripped first (as `build_features` and transformers' `run_qa.py` do). The Python path
-   (`tasks.run_squad`) slides doc-stride windows over a long context instead; the export reads only the first
-   window, so export with a larger `--max_seq_length` (up to the model's position limit) to cover longer
-   contexts.
-2. The answer is the span of context pieces with the highest start + end logit among those with
-   start <= end and end - start + 1 <= `max_answer_length` (the run's values, from `task.json`): the first
-   entry of `postprocess`'s n-best list (with every position a candidate). Ties go to the lower start, then
-   the lower end.
-3. SQuAD 2.0 models: the null score is start + end logit of [CLS]; the answer is "" (`no_answer`) when the
-   null score exceeds the best span's score by more than `null_score_diff_threshold` (saved by
-   `tasks.run_squad`), as `postprocess` predicts.
+1. Doc-stride windows, as `build_features` makes them (`export.squad_windows`): the question is cut to
+   `max_query_length` pieces, and the context is cut into windows of `seq_length - question - 3` pieces (RoBERTa:
+   `- 4`), each starting `doc_stride` pieces after the one before, until one reaches the context's end. Each window
+   is packed as `[CLS] question [SEP] window [SEP]` (RoBERTa: `<s> question </s></s> window </s>`, the question's
+   leading whitespace stripped first, as `build_features` and transformers' `run_qa.py` do). All windows of a
+   request run as one batch. `max_windows` caps the windows of one context; `truncated` says when the question or
+   the context was cut.
+2. The answer is the span of context pieces with the highest start + end logit, over all the windows of the
+   question, among those with start <= end, end - start + 1 <= `max_answer_length` (the run's values, from
+   `task.json`), and a start piece whose maximum-context window this is (`token_is_max_context`): the first entry
+   of `postprocess`'s n-best list (with every position a candidate). Ties go to the lower window, then the lower
+   start, then the lower end.
+3. SQuAD 2.0 models: the null score is the smallest start + end logit of [CLS] over the windows; the answer is ""
+   (`no_answer`) when the null score exceeds the best span's score by more than `null_score_diff_threshold`
+   (saved by `tasks.run_squad`), as `postprocess` predicts.
 
 A context with no piece (empty, or only whitespace) has no span: the answer is "", offsets -1, score -inf
 (and for SQuAD 2.0 `no_answer` is true, `null_score_diff` +inf), as `postprocess` predicts "" there.
@@ -37,12 +36,15 @@ import os
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from export.squad_windows import (best_rows, doc_stride_windows, first_argmax, max_context_mask, row_lengths,
+                                  slice_rows, smallest)
 from export.tagger_module import LEADING_WHITESPACE
 from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.squad import special_tokens_between
-from official_bert.text.ragged_ops import characters_before, row_ids
+from official_bert.text.ragged_ops import characters_before
 
 NEG_INF = float("-inf")
+DEFAULT_MAX_WINDOWS = 64  # windows of one context a request reads at most (`export.saved_model --max_windows`)
 
 
 def keep_first(ragged, keep):
@@ -55,28 +57,23 @@ def keep_first(ragged, keep):
     Returns:
         `(kept, lengths)`: the RaggedTensor [batch, (min(n, keep))] and the int64 [batch] original lengths.
     """
-    splits = tf.cast(ragged.row_splits, tf.int64)  # (batch + 1,)
-    lengths = splits[1:] - splits[:-1]  # (batch,)
-    kept_lengths = tf.minimum(lengths, keep)  # (batch,)
-    num_values = tf.shape(ragged.values, out_type=tf.int64)[0]
-    rows = row_ids(splits, num_values)  # (n,)
-    position = tf.range(num_values) - tf.gather(splits, rows)  # (n,) index within its row
-    kept = tf.reshape(tf.where(position < tf.gather(kept_lengths, rows)), [-1])
-    kept_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(kept_lengths)], axis=0)
-    return tf.RaggedTensor.from_row_splits(tf.gather(ragged.values, kept), kept_splits, validate=False), lengths
+    lengths = row_lengths(ragged)  # (batch,)
+    rows = tf.range(tf.shape(lengths, out_type=tf.int64)[0])
+    return slice_rows(ragged, rows, tf.zeros_like(lengths), tf.minimum(lengths, keep)), lengths
 
 
-def best_spans(start_logits, end_logits, context_mask, max_answer_length):
+def best_spans(start_logits, end_logits, start_mask, end_mask, max_answer_length):
     """The highest-scoring valid span of each row.
 
-    A span (s, e) is valid when both are context positions, s <= e and e - s + 1 <= max_answer_length. Its
+    A span (s, e) is valid when `start_mask[s]` and `end_mask[e]`, s <= e and e - s + 1 <= max_answer_length. Its
     score is start_logits[s] + end_logits[e]. Ties go to the lower s, then the lower e (the order of
     `postprocess`'s candidates).
 
     Args:
         start_logits: float32 [batch, seq].
         end_logits: float32 [batch, seq].
-        context_mask: bool [batch, seq], True on context pieces.
+        start_mask: bool [batch, seq], True where a span may start (context pieces with their maximum context here).
+        end_mask: bool [batch, seq], True where a span may end (context pieces).
         max_answer_length: Python int, the longest span in pieces.
 
     Returns:
@@ -86,16 +83,16 @@ def best_spans(start_logits, end_logits, context_mask, max_answer_length):
     seq_length = start_logits.shape[1]
     width = min(int(max_answer_length), seq_length)
     neg_inf = tf.constant(NEG_INF, tf.float32)
-    start = tf.where(context_mask, start_logits, neg_inf)  # (batch, seq)
-    end = tf.where(context_mask, end_logits, neg_inf)  # (batch, seq)
+    start = tf.where(start_mask, start_logits, neg_inf)  # (batch, seq)
+    end = tf.where(end_mask, end_logits, neg_inf)  # (batch, seq)
     end_padded = tf.concat([end, tf.fill(tf.stack([tf.shape(end)[0], width - 1]), neg_inf)], axis=1)
     # candidates[b, s, d]: the end logit at s + d, the span (s, s + d)
     offsets = tf.constant([[s + d for d in range(width)] for s in range(seq_length)], tf.int32)  # (seq, width)
     ends = tf.gather(end_padded, offsets, axis=1)  # (batch, seq, width)
     scores = start[:, :, None] + ends  # (batch, seq, width); -inf where invalid
-    best_length = tf.argmax(scores, axis=2, output_type=tf.int32)  # (batch, seq) best d for each start
+    best_length = first_argmax(scores, axis=2)  # (batch, seq) best d for each start: the lower end on ties
     best_per_start = tf.reduce_max(scores, axis=2)  # (batch, seq)
-    best_start = tf.argmax(best_per_start, axis=1, output_type=tf.int32)  # (batch,) first maximum: lower start
+    best_start = first_argmax(best_per_start, axis=1)  # (batch,) the lower start on ties
     score = tf.reduce_max(best_per_start, axis=1)  # (batch,)
     batch_index = tf.range(tf.shape(best_start)[0])
     best_end = best_start + tf.gather_nd(best_length, tf.stack([batch_index, best_start], axis=1))
@@ -107,13 +104,15 @@ class SquadModule(ServingModule):
 
     Raw-text outputs (`question`, `context` [batch] strings in): `answer_text` [batch] string,
     `answer_start` / `answer_end` [batch] int64 characters and `answer_byte_start` / `answer_byte_end` bytes
-    (-1 for ""), `score` [batch] float32 (start + end logit of the best span), `answer_token_start` /
-    `answer_token_end` [batch] int32 (positions in the packed sequence, -1 for ""), `start_logits` /
-    `end_logits` [batch, seq] (0 after the longest packed question + context, the length the model runs at),
-    `truncated` [batch] bool; SQuAD 2.0 models also `no_answer` [batch] bool,
-    `null_score` (start + end logit of [CLS]) and `null_score_diff` (null_score - score) [batch] float32.
-    `serve_tokens` gives the outputs without text: the context is the type-1 tokens before the last [SEP] (RoBERTa:
-    the tokens between the first `</s></s>` and the last `</s>`).
+    (-1 for ""), `score` [batch] float32 (start + end logit of the best span), `num_windows` [batch] int32 (the
+    windows read), `answer_window` [batch] int32 (the window of the answer; of the best span for SQuAD 2.0's "";
+    0 without a span), `answer_token_start` / `answer_token_end` [batch] int32 (positions in that window's packed
+    sequence, -1 for ""), `start_logits` / `end_logits` [batch, seq] (that window's; 0 after the longest packed
+    window of the request, the length the model runs at), `truncated` [batch] bool; SQuAD 2.0 models also
+    `no_answer` [batch] bool, `null_score` (the smallest start + end logit of [CLS] over the windows) and
+    `null_score_diff` (null_score - score) [batch] float32.
+    `serve_tokens` reads each packed row as one window and gives the outputs without text: the context is the type-1
+    tokens before the last [SEP] (RoBERTa: the tokens between the first `</s></s>` and the last `</s>`).
 
     Args:
         model: a `BertSpanLabeler` with its trained weights.
@@ -123,10 +122,14 @@ class SquadModule(ServingModule):
         version_2_with_negative: SQuAD 2.0: some questions have no answer.
         null_score_diff_threshold: SQuAD 2.0: answer "" when null_score - score exceeds this.
         assets: file name -> path of files to ship in `assets/`.
+        doc_stride: pieces between the starts of a context's windows (the run's).
+        max_windows: windows of one context read at most.
     """
 
+    reads_windows = True
+
     def __init__(self, model, preprocessor, max_query_length, max_answer_length, version_2_with_negative,
-                 null_score_diff_threshold, assets):
+                 null_score_diff_threshold, assets, doc_stride=128, max_windows=DEFAULT_MAX_WINDOWS):
         self.layout = getattr(preprocessor, "layout", "bert")
         self._extra = special_tokens_between(self.layout)  # RoBERTa's second </s> between question and context
         limit = preprocessor.seq_length - 4 - self._extra
@@ -135,52 +138,72 @@ class SquadModule(ServingModule):
                              f"{4 + self._extra} ({limit}), to leave room for context")
         if max_answer_length < 1:
             raise ValueError(f"max_answer_length must be at least 1, got {max_answer_length}")
+        if doc_stride < 1 or max_windows < 1:
+            raise ValueError(f"doc_stride and max_windows must be at least 1, got {doc_stride} and {max_windows}")
         super().__init__(preprocessor, ("question", "context"), assets, name="squad")
         self.model = model
         self.max_query_length = int(max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
+        self.doc_stride = int(doc_stride)
+        self.max_windows = int(max_windows)
 
     @classmethod
-    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):
-        """A SQuAD model_dir's module: its answer settings come from task.json (the latest run's)."""
+    def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False,
+                       max_windows=None):
+        """A SQuAD model_dir's module: its answer settings and doc stride come from task.json (the latest run's;
+        the doc stride of a model_dir written before task.json recorded it, from run.json)."""
         from official_bert.tasks.squad import ANSWER_SETTINGS
 
         info = loaded.info
         for field in ANSWER_SETTINGS:
-            if field not in info:
+            if field not in info and field != "doc_stride":  # (`_doc_stride` reads an older model_dir's run.json)
                 raise ValueError(f"{os.path.join(loaded.model_dir, 'task.json')}: field '{field}' missing (written by "
                                  "an old tasks.run_squad); re-run it with --do_train=false to record it")
         return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), info["max_query_length"],
                    info["max_answer_length"], bool(info.get("version_2_with_negative", False)),
-                   info["null_score_diff_threshold"], assets)
+                   info["null_score_diff_threshold"], assets, doc_stride=_doc_stride(loaded),
+                   max_windows=max_windows or DEFAULT_MAX_WINDOWS)
 
     def warmup_texts(self):
-        return {"question": ["Where did Peter Blackburn fly on Monday?", "What is the journey like?"],
+        long_context = " ".join(["Peter Blackburn flew to Brussels on Monday to meet the European Commission."] * 3
+                                + [f"The meeting lasted {self.seq_length} minutes."])  # more than one window
+        return {"question": ["Where did Peter Blackburn fly on Monday?", "What is the journey like?",
+                             "How long did the meeting last?"],
                 "context": ["Peter Blackburn flew to Brussels on Monday to meet the European Commission.",
-                            "It's a charming and often affecting journey."]}
+                            "It's a charming and often affecting journey.", long_context]}
 
-    def _answer(self, inputs, context_mask, trim=False):
-        """Logits and the best span of packed inputs; positions -1 where the answer is "". `trim`: run the model at
-        the longest packed sequence, the logits 0 after it (outside every context)."""
+    def _window_spans(self, inputs, start_mask, end_mask, trim):
+        """Each packed window's logits and best span (`best_spans`): a dict of [windows, ...] Tensors. `trim`: run
+        the model at the longest packed window, the logits 0 after it (outside every context)."""
         if trim:
-            logits = self.model(trim_inputs(inputs)[0], training=False)  # (batch, longest) each
+            logits = self.model(trim_inputs(inputs)[0], training=False)  # (windows, longest) each
             logits = {name: zeros_after(logits[name], self.seq_length) for name in ("start_logits", "end_logits")}
         else:
             logits = self.model(inputs, training=False)
-        start_logits, end_logits = logits["start_logits"], logits["end_logits"]  # (batch, seq) each
-        start, end, score = best_spans(start_logits, end_logits, context_mask, self.max_answer_length)
+        start_logits, end_logits = logits["start_logits"], logits["end_logits"]  # (windows, seq) each
+        start, end, score = best_spans(start_logits, end_logits, start_mask, end_mask, self.max_answer_length)
+        return {"start_logits": start_logits, "end_logits": end_logits, "score": score, "start": start, "end": end,
+                "null_score": start_logits[:, 0] + end_logits[:, 0]}  # null: [CLS]
+
+    def _answer(self, windows, row_splits):
+        """The answer of each question from its windows' spans (`_window_spans`), rows `row_splits[q]` to
+        `row_splits[q + 1]` of `windows`; positions -1 where the answer is "". Also returns each answer's row."""
+        row = best_rows(windows["score"], row_splits)  # (batch,) the window of the best span, the first on ties
+        picked = {name: tf.gather(windows[name], row) for name in ("start_logits", "end_logits", "score", "start",
+                                                                   "end")}
+        score = picked["score"]
         answered = score > NEG_INF  # (batch,)
-        outputs = {"start_logits": start_logits, "end_logits": end_logits, "score": score}
+        outputs = {"start_logits": picked["start_logits"], "end_logits": picked["end_logits"], "score": score}
         if self.version_2_with_negative:
-            null_score = start_logits[:, 0] + end_logits[:, 0]  # (batch,) [CLS]
+            null_score = smallest(windows["null_score"], row_splits)  # (batch,)
             null_score_diff = null_score - score  # +inf without a span
             answered = tf.logical_and(answered, null_score_diff <= self.null_score_diff_threshold)
             outputs.update(null_score=null_score, null_score_diff=null_score_diff, no_answer=tf.logical_not(answered))
-        outputs["answer_token_start"] = tf.where(answered, start, -1)
-        outputs["answer_token_end"] = tf.where(answered, end, -1)
-        return outputs
+        outputs["answer_token_start"] = tf.where(answered, picked["start"], -1)
+        outputs["answer_token_end"] = tf.where(answered, picked["end"], -1)
+        return outputs, row
 
     def answer_tokens(self, inputs):
         mask = tf.equal(inputs["input_mask"], 1)  # (batch, seq)
@@ -194,7 +217,8 @@ class SquadModule(ServingModule):
         else:
             in_context = tf.equal(inputs["input_type_ids"], 1)
         context = tf.logical_and(tf.logical_and(mask, in_context), positions < last)
-        return self._answer(inputs, context)
+        one_window_each = tf.range(tf.shape(mask, out_type=tf.int64)[0] + 1)  # every row its own question
+        return self._answer(self._window_spans(inputs, context, context, trim=False), one_window_each)[0]
 
     def answer_text(self, texts):
         return self._read(texts[0], texts[1], with_characters=True)
@@ -206,23 +230,29 @@ class SquadModule(ServingModule):
         if self._extra:  # RoBERTa: a leading space would be a piece of its own ("Ġ")
             question = tf.strings.regex_replace(question, LEADING_WHITESPACE, "")
         question_ids, question_length = keep_first(self.preprocessor.tokenize(question),
-                                                   tf.constant(self.max_query_length, tf.int64))
+                                                    tf.constant(self.max_query_length, tf.int64))
         context_ids, starts, ends = self.preprocessor.tokenize(context, with_offsets=True)  # [batch, (pieces)]
-        kept_question = question_ids.row_splits[1:] - question_ids.row_splits[:-1]  # (batch,) int64
-        room = self.seq_length - 3 - self._extra - kept_question  # (batch,) context pieces that fit
-        context_ids, context_length = keep_first(context_ids, room)
-        inputs, _ = self.preprocessor.pack_tokens([question_ids, context_ids])  # fits: no further cut
-        truncated = tf.logical_or(question_length > self.max_query_length, context_length > room)
+        kept_question = row_lengths(question_ids)  # (batch,)
+        room = self.seq_length - 3 - self._extra - kept_question  # (batch,) context pieces a window holds
+        windows = doc_stride_windows(context_ids, room, self.doc_stride, self.max_windows)
+        question_rows = slice_rows(question_ids, windows.example, tf.zeros_like(windows.example),
+                                   tf.gather(kept_question, windows.example))  # each window's question
+        inputs, _ = self.preprocessor.pack_tokens([question_rows, windows.context])  # fits: no further cut
+        truncated = tf.logical_or(question_length > self.max_query_length, windows.cut)
 
-        first = tf.cast(kept_question + 2 + self._extra, tf.int32)[:, None]  # (batch, 1) [CLS] question [SEP]
-        kept_context = tf.cast(context_ids.row_splits[1:] - context_ids.row_splits[:-1], tf.int32)[:, None]
-        positions = tf.range(self.seq_length)[None, :]  # (1, seq)
-        context_mask = tf.logical_and(positions >= first, positions < first + kept_context)  # (batch, seq)
-        outputs = self._answer(inputs, context_mask, trim=with_characters)  # (TFLite: the fixed shape)
+        first = tf.gather(kept_question, windows.example) + 2 + self._extra  # (windows,) [CLS] question [SEP]
+        positions = tf.range(self.seq_length, dtype=tf.int64)[None, :]  # (1, seq)
+        in_window = tf.logical_and(positions >= first[:, None],
+                                   positions < (first + windows.length)[:, None])  # (windows, seq)
+        starts_here = tf.logical_and(in_window, max_context_mask(windows, first, self.seq_length))
+        spans = self._window_spans(inputs, starts_here, in_window, trim=with_characters)  # (TFLite: the fixed shape)
+        outputs, row = self._answer(spans, windows.row_splits)
+        outputs.update(num_windows=tf.cast(windows.count, tf.int32),
+                       answer_window=tf.cast(tf.gather(windows.window, row), tf.int32))
 
         # Byte offsets of the span's first and last pieces, from the tokenizer's offsets of the whole context.
         answered = outputs["answer_token_start"] >= 0  # (batch,)
-        base = tf.cast(starts.row_splits[:-1], tf.int64) - tf.cast(first[:, 0], tf.int64)  # (batch,) piece - position
+        base = tf.cast(starts.row_splits[:-1], tf.int64) + tf.gather(windows.start - first, row)  # piece - position
         num_pieces = tf.shape(starts.values, out_type=tf.int64)[0]
         dummy = tf.fill([1], tf.constant(-1, tf.int64))  # read where there is no answer: never an empty gather
         start_index = tf.where(answered, base + tf.cast(outputs["answer_token_start"], tf.int64), num_pieces)
@@ -237,3 +267,18 @@ class SquadModule(ServingModule):
                                                          tf.maximum(byte_end - byte_start, 0)))
         return outputs
 
+
+def _doc_stride(loaded):
+    """The run's doc stride: task.json's, else (a model_dir written before task.json recorded it) run.json's."""
+    from official_bert.model_dir import read_json
+    from official_bert.run_record import RUN_FILE
+
+    if "doc_stride" in loaded.info:
+        return int(loaded.info["doc_stride"])
+    run_file = os.path.join(loaded.model_dir, RUN_FILE)
+    recorded = read_json(run_file).get("task", {}).get("doc_stride") if os.path.isfile(run_file) else None
+    if recorded is None:
+        raise ValueError(f"{os.path.join(loaded.model_dir, 'task.json')}: field 'doc_stride' missing (written by an "
+                         "old tasks.run_squad), and no run.json records it; re-run it with --do_train=false to record "
+                         "it")
+    return int(recorded)

@@ -20,7 +20,8 @@ Features follow Google's original `run_squad.py`, with character offsets where i
    first gold answer (training files have one; dev files used for training have several, and Hugging Face's
    `run_qa.py` also takes the first).
 4. `token_is_max_context`: a piece in several windows counts only in the one where
-   `min(left context, right context) + 0.01 * window length` is largest (the first on ties).
+   `min(left context, right context) + 0.01 * window length` is largest (the first on ties; computed in exact
+   integers, see `max_context_windows`).
 
 Answers whose `text` differs from `context[answer_start:answer_start + len(text)]`, or that cover no word
 piece, are counted in the returned stats and logged with their qas_id, never an error. In training, an
@@ -122,12 +123,16 @@ def doc_spans(num_pieces: int, max_tokens_for_doc: int, doc_stride: int) -> List
 
 
 def max_context_windows(spans: Sequence[Tuple[int, int]], num_pieces: int) -> np.ndarray:
-    """(num_pieces,) index of the window giving each piece its maximum context (the original's rule)."""
+    """(num_pieces,) index of the window giving each piece its maximum context: the original's rule,
+    `min(left, right) + 0.01 * length`, in exact integers (`100 * min(left, right) + length`), so that the exports'
+    windows (`export.squad_windows`) compute the same in int32. The original's float sums choose the same windows
+    on every layout of 128, 256, 384 and 512 pieces (doc stride 48, 64 or 128, questions of 1 to 64 pieces,
+    contexts of up to 1,600 pieces)."""
     best = np.zeros(num_pieces, np.int64)
-    best_score = np.full(num_pieces, -np.inf)
+    best_score = np.full(num_pieces, -1)
     for w, (start, length) in enumerate(spans):
         position = np.arange(start, start + length)
-        score = np.minimum(position - start, start + length - 1 - position) + 0.01 * length
+        score = 100 * np.minimum(position - start, start + length - 1 - position) + length
         better = score > best_score[position]  # strictly: the first window wins ties
         best[position[better]] = w
         best_score[position[better]] = score[better]

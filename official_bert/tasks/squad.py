@@ -8,8 +8,9 @@ from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examp
 
 logger = logging.getLogger(__name__)
 
-# The answer settings a SQuAD model_dir's task.json records (the latest run's), which `export.saved_model` reads.
-ANSWER_SETTINGS = ("max_query_length", "max_answer_length", "null_score_diff_threshold")
+# The answer settings a SQuAD model_dir's task.json records (the latest run's), which `export.saved_model` reads
+# (its doc-stride windows: `doc_stride`, `max_query_length`).
+ANSWER_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "null_score_diff_threshold")
 
 
 class SquadTask(Task):

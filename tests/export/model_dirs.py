@@ -34,9 +34,10 @@ def write_model_dir(path, model, task_info, vocab_file, seq_length):
     return path
 
 
-def squad_task_info(version_2_with_negative, max_query_length, max_answer_length, null_score_diff_threshold):
+def squad_task_info(version_2_with_negative, max_query_length, max_answer_length, null_score_diff_threshold,
+                    doc_stride=16):
     """The task.json fields of `tasks.run_squad` (besides `max_seq_length` / `do_lower_case`)."""
-    return {"task": "squad", "version_2_with_negative": version_2_with_negative,
+    return {"task": "squad", "version_2_with_negative": version_2_with_negative, "doc_stride": doc_stride,
             "max_query_length": max_query_length, "max_answer_length": max_answer_length,
             "null_score_diff_threshold": null_score_diff_threshold}
 

@@ -1,8 +1,8 @@
 """SQuAD export: answers in a fresh process equal `postprocess`'s on real dev questions; ops; TFLite; bad input.
 
-The reference is the Python path of `tasks.run_squad`: `build_features` windows (doc_stride = the window
-length, so the first window of each question is exactly the export's one window), `BertSpanLabeler` logits,
-and `postprocess` over those first windows, with every position a candidate (n_best_size = seq_length).
+The reference is the Python path of `tasks.run_squad`: `build_features` doc-stride windows, `BertSpanLabeler`
+logits, and `postprocess` over all the windows of each question, with every position a candidate
+(n_best_size = seq_length). At 128 pieces a window most dev contexts need several windows.
 """
 
 import dataclasses
@@ -20,51 +20,59 @@ from model_dirs import squad_task_info, tiny_span_labeler, write_model_dir
 
 pytestmark = pytest.mark.slow
 
-SEQ_LENGTH = 256
+SEQ_LENGTH = 128
+DOC_STRIDE = 48
 MAX_QUERY_LENGTH = 16  # some dev questions are longer: the question cut is exercised
 MAX_ANSWER_LENGTH = 12
 SIGNATURES = {"serving_default", "serve_examples", "serve_tokens"}
 
 
-def _first_windows(examples, vocab_file):
-    """`build_features` of the examples, only the first window of each; each example's window count; whether
-    each question was cut."""
+def _windows(examples, vocab_file):
+    """`build_features` of the examples (all their windows); each example's first window row and window count;
+    whether each question was cut."""
     from official_bert.data.squad import build_features, tokenize_with_char_offsets
     from official_bert.text import BertTokenizer
 
     tokenizer = BertTokenizer(vocab_file=vocab_file)
-    features, _ = build_features(examples, tokenizer, SEQ_LENGTH, doc_stride=SEQ_LENGTH,
-                                     max_query_length=MAX_QUERY_LENGTH)
+    features, _ = build_features(examples, tokenizer, SEQ_LENGTH, doc_stride=DOC_STRIDE,
+                                 max_query_length=MAX_QUERY_LENGTH)
     first = np.searchsorted(features.example_index, np.arange(len(examples)))  # windows are in example order
     windows = np.diff(np.append(first, len(features)))
-    assert (features.token_is_max_context[first] == (features.token_char_spans[first, :, 0] >= 0)).all()
-    first_windows = dataclasses.replace(
-        features, inputs={k: v[first] for k, v in features.inputs.items()}, example_index=features.example_index[first],
-        token_char_spans=features.token_char_spans[first], token_is_max_context=features.token_is_max_context[first])
     questions = [len(ids) for ids, _, _ in tokenize_with_char_offsets(tokenizer, [e.question for e in examples])]
-    return first_windows, windows, np.array(questions) > MAX_QUERY_LENGTH
+    return features, first, windows, np.array(questions) > MAX_QUERY_LENGTH
+
+
+def _first_windows(features, first):
+    """The features of each example's first window only, each piece of it its maximum context (what an export
+    reading one window a context sees)."""
+    context = features.token_char_spans[first, :, 0] >= 0
+    return dataclasses.replace(
+        features, inputs={k: v[first] for k, v in features.inputs.items()}, example_index=features.example_index[first],
+        token_char_spans=features.token_char_spans[first], token_is_max_context=context)
 
 
 def _squad_case(root, name, examples, vocab_file, version_2, seed):
-    """A model_dir and the Python path's answers on the examples."""
+    """A model_dir and the Python path's answers on the examples (over all windows, and over first windows)."""
     from official_bert.data.squad_postprocessing import postprocess
 
     model = tiny_span_labeler(seed, max_position_embeddings=512)
-    features, windows, long_questions = _first_windows(examples, vocab_file)
+    features, first, windows, long_questions = _windows(examples, vocab_file)
     logits = {k: v.numpy() for k, v in model(features.inputs, training=False).items()}
 
-    def answers(threshold, n_best_size=SEQ_LENGTH):
-        return postprocess(examples, features, logits["start_logits"], logits["end_logits"], n_best_size=n_best_size,
-                           max_answer_length=MAX_ANSWER_LENGTH, version_2_with_negative=version_2,
-                           null_score_diff_threshold=threshold)
+    def answers(threshold, n_best_size=SEQ_LENGTH, rows=None):
+        read = features if rows is None else _first_windows(features, rows)
+        rows = slice(None) if rows is None else rows
+        return postprocess(examples, read, logits["start_logits"][rows], logits["end_logits"][rows],
+                           n_best_size=n_best_size, max_answer_length=MAX_ANSWER_LENGTH,
+                           version_2_with_negative=version_2, null_score_diff_threshold=threshold)
 
     # SQuAD 2.0: the threshold is the median null-score difference, so both outcomes occur.
     threshold = float(np.median(list(answers(0.0).null_odds.values()))) if version_2 else 0.0
-    info = squad_task_info(version_2, MAX_QUERY_LENGTH, MAX_ANSWER_LENGTH, threshold)
+    info = squad_task_info(version_2, MAX_QUERY_LENGTH, MAX_ANSWER_LENGTH, threshold, doc_stride=DOC_STRIDE)
     model_dir = write_model_dir(root / name, model, info, vocab_file, SEQ_LENGTH)
-    return {"model_dir": model_dir, "examples": examples, "features": features, "logits": logits,
+    return {"model_dir": model_dir, "examples": examples, "features": features, "logits": logits, "first": first,
             "windows": windows, "long_questions": long_questions, "reference": answers(threshold),
-            "top_1": answers(threshold, n_best_size=1)}
+            "top_1": answers(threshold, n_best_size=1), "first_window_reference": answers(threshold, rows=first)}
 
 
 @pytest.fixture(scope="module")
@@ -112,16 +120,14 @@ def outputs(squad_cases, tmp_path_factory):
     return result
 
 
-@pytest.mark.parametrize("name", ["v1", "v2"])
-def test_answers_equal_the_python_path_on_dev_questions(squad_cases, outputs, name):
-    case, out = squad_cases[name], outputs[name]
-    examples, reference = case["examples"], case["reference"]
-    version_2 = name == "v2"
+def _assert_answers_equal(case, out, reference, signatures, truncated):
+    """Each signature's answers, offsets, scores and `truncated` equal the Python path's `reference`; returns how
+    many questions have an answer."""
     answered = 0
-    for i, example in enumerate(examples):
+    for i, example in enumerate(case["examples"]):
         expected = reference.predictions[example.qas_id]
         best = next(entry for entry in reference.nbest[example.qas_id] if entry["text"])  # best non-null span
-        for signature in ("serving_default", "serve_examples"):
+        for signature in signatures:
             got = out[f"{signature}/answer_text"][i].decode("utf-8")
             assert got == expected, (signature, example.qas_id)
             start, end = out[f"{signature}/answer_start"][i], out[f"{signature}/answer_end"][i]
@@ -134,35 +140,66 @@ def test_answers_equal_the_python_path_on_dev_questions(squad_cases, outputs, na
                 assert (start, end) == (-1, -1)
             np.testing.assert_allclose(out[f"{signature}/score"][i], best["start_logit"] + best["end_logit"],
                                        atol=1e-5, rtol=0)
-            assert out[f"{signature}/truncated"][i] == (case["windows"][i] > 1 or case["long_questions"][i])
-            if version_2:
+            assert out[f"{signature}/truncated"][i] == truncated[i]
+            if reference.null_odds is not None:
                 assert out[f"{signature}/no_answer"][i] == (expected == "")
                 np.testing.assert_allclose(out[f"{signature}/null_score_diff"][i],
                                            reference.null_odds[example.qas_id], atol=1e-5, rtol=0)
         answered += expected != ""
+    return answered
+
+
+@pytest.mark.parametrize("name", ["v1", "v2"])
+def test_answers_over_all_windows_equal_the_python_path_on_dev_questions(squad_cases, outputs, name):
+    case, out = squad_cases[name], outputs[name]
+    examples, reference = case["examples"], case["reference"]
+    answered = _assert_answers_equal(case, out, reference, ("serving_default", "serve_examples"),
+                                     truncated=case["long_questions"])
+    for example in examples:
         # n_best_size=1 reads only the top start and the top end: where that pair is a valid span, it is ours.
         if case["top_1"].predictions[example.qas_id]:
-            assert case["top_1"].predictions[example.qas_id] == expected
-
-    assert out["serving_default/truncated"].any() and not out["serving_default/truncated"].all()
-    assert (case["windows"] > 1).any()  # long contexts are cut
-    if version_2:
+            assert case["top_1"].predictions[example.qas_id] == reference.predictions[example.qas_id]
+    assert (case["windows"] > 2).sum() >= 5 and (case["windows"] == 1).any()  # long and short contexts, one request
+    np.testing.assert_array_equal(out["serving_default/num_windows"], case["windows"])
+    if name == "v2":
         assert 0 < answered < len(examples)
     else:
         assert answered == len(examples) and case["long_questions"].any()  # long questions are cut too
+        assert (out["serving_default/answer_window"] > 0).sum() >= 3  # answers found past the first window
 
-    # serve_tokens on the Python path's own inputs: the same logits and span positions.
+    # The answer's window: its logits are the Python path's logits of that window; its pieces' offsets are ours.
+    rows = case["first"] + out["serving_default/answer_window"]  # (questions,) the answer's window row
     for key in ("start_logits", "end_logits"):  # rtol: the export's graph fuses the GELU into its matmul
         np.testing.assert_allclose(out[f"serve_tokens/{key}"], case["logits"][key], atol=1e-5, rtol=1e-5)
-        np.testing.assert_allclose(out[f"serving_default/{key}"], case["logits"][key], atol=1e-5, rtol=1e-5)
-    for key in ("answer_token_start", "answer_token_end", "score"):
-        np.testing.assert_allclose(out[f"serve_tokens/{key}"], out[f"serving_default/{key}"], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(out[f"serving_default/{key}"], case["logits"][key][rows], atol=1e-5, rtol=1e-5)
     spans = case["features"].token_char_spans
-    rows = np.flatnonzero(out["serve_tokens/answer_token_start"] >= 0)
-    np.testing.assert_array_equal(spans[rows, out["serve_tokens/answer_token_start"][rows], 0],
-                                  out["serving_default/answer_start"][rows])
-    np.testing.assert_array_equal(spans[rows, out["serve_tokens/answer_token_end"][rows], 1],
-                                  out["serving_default/answer_end"][rows])
+    answered = np.flatnonzero(out["serving_default/answer_token_start"] >= 0)
+    np.testing.assert_array_equal(spans[rows[answered], out["serving_default/answer_token_start"][answered], 0],
+                                  out["serving_default/answer_start"][answered])
+    np.testing.assert_array_equal(spans[rows[answered], out["serving_default/answer_token_end"][answered], 1],
+                                  out["serving_default/answer_end"][answered])
+    # serve_tokens reads each packed row as one question: on a one-window question it answers as serving_default.
+    single = np.flatnonzero(case["windows"] == 1)
+    for key in ("answer_token_start", "answer_token_end", "score"):
+        np.testing.assert_allclose(out[f"serve_tokens/{key}"][case["first"][single]],
+                                   out[f"serving_default/{key}"][single], atol=1e-5, rtol=0)
+
+
+def test_max_windows_caps_the_windows_read_and_says_so(squad_cases, classifier_dir, tmp_path):
+    """With `max_windows=1` each question reads its first window only: the answers are `postprocess`'s over the
+    first windows, and `truncated` is set where the context had more."""
+    from export.saved_model import build_module
+
+    case = squad_cases["v1"]
+    module = build_module(str(case["model_dir"]), str(tmp_path), max_windows=1)
+    out = module.serving_default(tf.constant([e.question for e in case["examples"]]),
+                                 tf.constant([e.context for e in case["examples"]]))
+    out = {f"serving_default/{k}": v.numpy() for k, v in out.items()}
+    _assert_answers_equal(case, out, case["first_window_reference"], ("serving_default",),
+                          truncated=case["long_questions"] | (case["windows"] > 1))
+    assert (out["serving_default/num_windows"] == 1).all() and (out["serving_default/answer_window"] == 0).all()
+    with pytest.raises(ValueError, match="--max_windows: SQuAD model_dirs"):
+        build_module(str(classifier_dir), str(tmp_path), max_windows=2)
 
 
 def test_short_requests_run_at_their_length_with_the_same_answers(squad_cases):
@@ -215,11 +252,11 @@ def test_bad_input(squad_cases, saved_v1):
     out = {k: v.numpy() for k, v in v1(question=questions, context=contexts).items()}
     assert out["answer_text"][[0, 3]].tolist() == [b"", b""] and (out["answer_start"][[0, 3]] == -1).all()
     assert (out["score"][[0, 3]] == -np.inf).all()
-    assert out["truncated"].tolist() == [False, True, False, False]
-    # The long context is read up to what fits: the answer lies there.
+    assert out["truncated"].tolist() == [False, False, False, False]
+    assert out["num_windows"].tolist()[1] > 10 and out["num_windows"][[0, 2, 3]].tolist() == [1, 1, 1]
+    # The long context is read in all its windows: the answer lies in one of them.
     start, end = out["answer_start"][1], out["answer_end"][1]
-    assert 0 <= start < end <= len(" ".join(["Brussels is a city."] * 70)) and out["answer_text"][1] == \
-        long_context[start:end].encode()
+    assert 0 <= start < end <= len(long_context) and out["answer_text"][1] == long_context[start:end].encode()
     # Invalid UTF-8: no error, exact byte offsets.
     start, end = out["answer_byte_start"][2], out["answer_byte_end"][2]
     assert 0 <= start < end and out["answer_text"][2] == text[start:end]
@@ -252,6 +289,7 @@ def test_predict_prints_the_answer(squad_cases, outputs):
     example = squad_cases["v1"]["examples"][0]
     answer = predict(squad_cases["v1"]["export"], [example.question.encode(), example.context.encode()])
     assert set(answer) == {"answer_text", "answer_start", "answer_end", "answer_byte_start", "answer_byte_end",
-                           "answer_token_start", "answer_token_end", "score", "truncated"}  # no per-position logits
+                           "answer_token_start", "answer_token_end", "score", "truncated", "num_windows",
+                           "answer_window"}  # no per-position logits
     assert answer["answer_text"] == outputs["v1"]["serving_default/answer_text"][0].decode()
     assert example.context[answer["answer_start"]:answer["answer_end"]] == answer["answer_text"] != ""

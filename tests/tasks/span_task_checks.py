@@ -133,3 +133,24 @@ def assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, seq_len
                     for k in range(n)]
         assert exported == entities
     return split
+
+
+def assert_squad_export_answers_as_postprocess(module, out, examples, features, model):
+    """The SQuAD export's raw-text outputs `out` for `examples` (`module.serving_default`'s) equal `postprocess` over
+    all their doc-stride `features` with every position a candidate: the same answers and character spans, and the
+    logits of the answer's window; `num_windows` counts the features' windows. Returns the window counts."""
+    from official_bert.data.squad_postprocessing import postprocess
+
+    logits = {k: v.numpy() for k, v in model(features.inputs).items()}  # (windows, seq) each
+    reference = postprocess(examples, features, logits["start_logits"], logits["end_logits"],
+                            n_best_size=module.seq_length, max_answer_length=module.max_answer_length)
+    counts = np.bincount(features.example_index, minlength=len(examples))
+    np.testing.assert_array_equal(out["num_windows"].numpy(), counts)
+    rows = np.searchsorted(features.example_index, np.arange(len(examples))) + out["answer_window"].numpy()
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(out[key].numpy(), logits[key][rows], atol=1e-5, rtol=0)
+    for i, example in enumerate(examples):
+        best = next(entry for entry in reference.nbest[example.qas_id] if entry["text"])
+        assert out["answer_text"][i].numpy().decode() == reference.predictions[example.qas_id] == best["text"]
+        assert (int(out["answer_start"][i]), int(out["answer_end"][i])) == (best["start"], best["end"])
+    return counts

@@ -6,7 +6,6 @@ process)."""
 
 import json
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -16,8 +15,9 @@ from official_bert.data.squad import build_features
 from official_bert.data.squad_examples import read_squad_json
 from official_bert.data.tagging_dataset import build_windows, word_pieces
 from official_bert.text.preprocessing import tokenizer_from_files
-from span_task_checks import (assert_squad_windows_equal_run_qa, assert_tagger_export_equals_entity_tagger,
-                              assert_tagging_windows_equal_reference, conll_sentences, squad_sample, write_squad_file)
+from span_task_checks import (assert_squad_export_answers_as_postprocess, assert_squad_windows_equal_run_qa,
+                              assert_tagger_export_equals_entity_tagger, assert_tagging_windows_equal_reference,
+                              conll_sentences, squad_sample, write_squad_file)
 from tests.export.session_loader import tool_checks
 
 pytestmark = pytest.mark.slow
@@ -174,17 +174,8 @@ def test_squad_runs_from_albert_and_its_export_answers_as_the_model(squad, sente
     examples = squad_examples[:4]
     questions, contexts = [e.question for e in examples], [e.context for e in examples]
     out = module.serving_default(tf.constant(questions), tf.constant(contexts))
-    # the export reads each question's first window: the features' first window, the same logits
+    # the export reads all the doc-stride windows of each question, as run_squad's post-processing does
     features, _ = build_features(examples, sentencepiece, SEQ, STRIDE, QUERY)
-    first = [int(np.argmax(features.example_index == i)) for i in range(len(examples))]
-    inputs = {k: v[first] for k, v in features.inputs.items()}
-    expected = model_dirs.load_model_dir(str(root / "model")).model(inputs)
-    np.testing.assert_allclose(out["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5, rtol=0)
-    np.testing.assert_allclose(out["end_logits"].numpy(), expected["end_logits"].numpy(), atol=1e-5, rtol=0)
-    for i, example in enumerate(examples):
-        start, end = int(out["answer_token_start"][i]), int(out["answer_token_end"][i])
-        spans = features.token_char_spans[first[i]]
-        span_start, span_end = spans[start, 0], spans[end, 1]
-        assert span_start >= 0 and span_end >= 0 and start <= end
-        assert out["answer_text"][i].numpy().decode() == example.context[span_start:span_end]
+    model = model_dirs.load_model_dir(str(root / "model")).model
+    assert (assert_squad_export_answers_as_postprocess(module, out, examples, features, model) > 1).any()
     _assert_session_check_passed(session_checks, version)
