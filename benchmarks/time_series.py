@@ -31,7 +31,7 @@ import numpy as np
 from benchmarks.cleanup import add_keep_checkpoints_flag, remove_checkpoints
 from benchmarks.resumable import check_same_flags, read_json, write_json, write_results
 from benchmarks.seeds import add_seed_flags, check_seed_flags, over_seeds, spread
-from benchmarks.uea_archive import DATASETS, read_ts, write_npz
+from benchmarks.uea_archive import DATASETS, longest, write_npz
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -42,7 +42,7 @@ def _prepare(work, dataset, args):
     paths = {split: os.path.join(work, f"{split}.npz") for split in ("train", "test", "fit", "validation")}
     if all(os.path.exists(path) for path in paths.values()):
         return paths
-    max_time = max(max(len(s) for s in read_ts(dataset, split)[0]) for split in ("TRAIN", "TEST"))
+    max_time = longest(dataset)
     write_npz(dataset, "TRAIN", paths["train"], max_time)
     write_npz(dataset, "TEST", paths["test"], max_time)
     with np.load(paths["train"]) as train:

@@ -1,11 +1,14 @@
 """The UEA archive's multivariate sets that the `sktime` wheel ships (BasicMotions, JapaneseVowels), as our `.npz`
-sequence files (`official_bert.data.time_series`): read with sktime's own `.ts` reader, for the tests and
-benchmarks only (the library does not depend on sktime).
+sequence files (`official_bert.data.time_series`): read with sktime's own `.ts` reader, for the tests, the
+benchmarks and the docs only (the library does not depend on sktime).
+
+    python -m benchmarks.uea_archive --dataset=JapaneseVowels --out_dir=out/uea   # <dataset>_TRAIN.npz, _TEST.npz
 
 >>> write_npz("BasicMotions", "TRAIN", "out/basic_motions_train.npz")
 (40, 100, 6)
 """
 
+import argparse
 import os
 
 import numpy as np
@@ -38,3 +41,24 @@ def write_npz(dataset, split, path, max_time=None):
         features[i, :len(sequence)] = sequence
     np.savez(path, features=features, lengths=lengths, labels=labels)
     return features.shape
+
+
+def longest(dataset):
+    """The longest sequence of both splits: the time axis that lets a model trained on TRAIN read TEST."""
+    return max(max(len(sequence) for sequence in read_ts(dataset, split)[0]) for split in ("TRAIN", "TEST"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Writes a UEA set's TRAIN and TEST splits as our .npz files.")
+    parser.add_argument("--dataset", choices=DATASETS, required=True)
+    parser.add_argument("--out_dir", required=True, help="where <dataset>_TRAIN.npz and <dataset>_TEST.npz go")
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    max_time = longest(args.dataset)  # both splits padded alike
+    for split in ("TRAIN", "TEST"):
+        path = os.path.join(args.out_dir, f"{args.dataset}_{split}.npz")
+        print(f"{path}: features {write_npz(args.dataset, split, path, max_time)}")
+
+
+if __name__ == "__main__":
+    main()
