@@ -57,6 +57,8 @@ def runs(tmp_path_factory):
         "no_train_file": _args(root / "never_no_file", f"--eval_file={dev}"),
         "export": ["--model_dir=" + str(model_dir), f"--export_dir={root / 'export'}"],
         "tflite": [f"--saved_model_dir={root / 'export' / '1'}", f"--output={root / 'motions.tflite'}"],
+        "tflite_int8": [f"--saved_model_dir={root / 'export' / '1'}", f"--output={root / 'motions_int8.tflite'}",
+                        "--quantize=dynamic_int8"],
     }
     # A --deterministic run, unbroken; the same run SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
     for name in ("unbroken", "killed", "resumed"):
@@ -64,7 +66,7 @@ def runs(tmp_path_factory):
         commands[name] = [f"--model_dir={run_dir}", f"--train_file={train}", "--do_eval=false", "--hidden_size=16",
                           "--num_heads=2", "--train_batch_size=8", "--num_train_steps=8", "--checkpoint_steps=1",
                           "--deterministic"]
-    modules = {"export": "export.saved_model", "tflite": "export.tflite"}
+    modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite"}
     kills = {"killed": (root / "resumed", 3)}
     results = run_forked([(modules.get(name, MODULE), args, *([kills[name]] if name in kills else []))
                           for name, args in commands.items()], root)
@@ -200,3 +202,17 @@ def test_the_tflite_model_answers_as_the_saved_model(runs):
     saved = tf.saved_model.load(str(root / "export" / "1")).signatures["serving_default"](
         features=tf.constant(features), lengths=tf.constant(lengths))
     assert_lite_equals_saved(lite, saved, atol=1e-5)
+
+
+def test_the_dynamic_int8_tflite_model_runs_smaller(runs):
+    from export import tflite
+
+    results, root = runs
+    _ok(results["tflite_int8"])
+    assert (root / "motions_int8.tflite").stat().st_size < (root / "motions.tflite").stat().st_size
+    data = np.load(root / "dev.npz")
+    inputs = {"features": data["features"][:4], "lengths": data["lengths"][:4].astype(np.int32)}
+    lite, reference = (tflite.interpreter(model_path=str(root / name)).get_signature_runner("serving_default")(**inputs)
+                       for name in ("motions_int8.tflite", "motions.tflite"))
+    np.testing.assert_allclose(lite["probabilities"].sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(lite["logits"], reference["logits"], atol=0.25)  # int8 weights move them a little
