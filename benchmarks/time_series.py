@@ -14,8 +14,9 @@ steps). Then both sides train on the whole training split for that many steps un
 the default test split.
 
 Prints, per dataset, each seed's test accuracy and macro F1 on both sides, each side's mean and sample standard
-deviation, the difference with its standard error, and the training examples/second of both (the first step left
-out) and their ratio. Work directory: `<out>/<dataset>/` holds the `.npz` files, `select-<steps>/` (the selection
+deviation, the difference with its standard error, the training examples/second of both (the first step left
+out) and their ratio, and the batch-1 latency of our SavedModel and TFLite model and of the peer's eager forward
+(`benchmarks/time_series_latency.py`, each in its own process, on a model of the recipe's shape). Work directory: `<out>/<dataset>/` holds the `.npz` files, `select-<steps>/` (the selection
 runs) and `seed-<k>/` (`ours/`, our model_dir; `theirs.json`; `results.json` once both sides are done); a rerun
 with the same flags skips what has results and resumes our unfinished runs from their checkpoints. Checkpoints and
 weights go once a run's results are written, unless `--keep_checkpoints`.
@@ -86,6 +87,36 @@ def _select_steps(work, paths, args):
     return min(args.steps, key=lambda steps: (-scores[steps], steps))
 
 
+def _latency(work, paths, args):
+    """Batch-1 latency of our SavedModel and TFLite model and of the PyTorch peer's eager forward, each timed in a
+    process of its own (`benchmarks.time_series_latency`), on a model of the recipe's shape trained 2 steps (the
+    weights do not change the time)."""
+    path = os.path.join(work, "latency.json")
+    if os.path.exists(path):
+        return read_json(path)
+    run = os.path.join(work, "latency")
+    model_dir, version_dir = os.path.join(run, "ours"), os.path.join(run, "export", "1")
+    tflite_file = os.path.join(run, "model.tflite")
+    _ours(paths["fit"], paths["validation"], model_dir, 2, args.seed, args.threads)
+    if not os.path.exists(version_dir):
+        subprocess.run([sys.executable, "-m", "export.saved_model", f"--model_dir={model_dir}",
+                        f"--export_dir={os.path.dirname(version_dir)}", "--version=1"], cwd=REPO_ROOT, check=True)
+    if not os.path.exists(tflite_file):
+        subprocess.run([sys.executable, "-m", "export.tflite", f"--saved_model_dir={version_dir}",
+                        f"--output={tflite_file}"], cwd=REPO_ROOT, check=True)
+    results = {}
+    for side, target in (("saved_model", version_dir), ("tflite", tflite_file), ("torch", model_dir)):
+        out = os.path.join(run, f"{side}.json")
+        subprocess.run([sys.executable, "-m", "benchmarks.time_series_latency", f"--side={side}", f"--path={target}",
+                        f"--model_dir={model_dir}", f"--out={out}", f"--threads={args.threads}"], cwd=REPO_ROOT,
+                       check=True)
+        results[side] = read_json(out)
+    write_json(path, results)
+    if not args.keep_checkpoints:
+        remove_checkpoints(run, model_dirs=["ours"], weights=["ours"])
+    return results
+
+
 def _run_seed(paths, steps, threads):
     def run(seed_args, seed_work):
         ours, ours_rate = _ours(paths["train"], paths["test"], os.path.join(seed_work, "ours"), steps, seed_args.seed,
@@ -140,8 +171,12 @@ def main():
               f"{summary['ours_std']:.4f}, PyTorch {summary['theirs_mean']:.4f} ± {summary['theirs_std']:.4f}, "
               f"difference {summary['difference']:+.4f} ± {summary['difference_se']:.4f}; training examples/s: "
               f"ours {ours_rate:.0f}, PyTorch {their_rate:.0f} ({ours_rate / their_rate:.2f}x)", flush=True)
+        latency = _latency(work, paths, args)
+        print(f"{dataset} batch-1 latency (median ms): SavedModel {latency['saved_model']['median_ms']:.2f}, TFLite "
+              f"{latency['tflite']['median_ms']:.2f}, PyTorch eager {latency['torch']['median_ms']:.2f}", flush=True)
         write_json(os.path.join(work, "summary.json"), {**summary, "steps": steps, "ours_examples_per_second":
-                                                        ours_rate, "theirs_examples_per_second": their_rate})
+                                                        ours_rate, "theirs_examples_per_second": their_rate,
+                                                        "latency": latency})
 
 
 if __name__ == "__main__":
