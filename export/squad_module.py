@@ -36,12 +36,11 @@ import os
 import tensorflow as tf
 
 from export.serving_module import ServingModule
-from export.squad_windows import (best_rows, doc_stride_windows, first_argmax, max_context_mask, row_lengths,
-                                  slice_rows, smallest)
+from export.squad_windows import best_rows, doc_stride_windows, first_argmax, max_context_mask, smallest
 from export.tagger_module import LEADING_WHITESPACE
 from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.squad import special_tokens_between
-from official_bert.text.ragged_ops import characters_before
+from official_bert.text.ragged_ops import characters_before, row_lengths, slice_rows
 
 NEG_INF = float("-inf")
 DEFAULT_MAX_WINDOWS = 64  # windows of one context a request reads at most (`export.saved_model --max_windows`)

@@ -17,7 +17,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from official_bert.text.ragged_ops import row_ids
+from official_bert.text.ragged_ops import row_ids, row_lengths, slice_rows
 
 
 def first_argmax(values, axis):
@@ -37,32 +37,6 @@ def first_argmax(values, axis):
         index = index[:, None]
     top = tf.reduce_max(values, axis=axis, keepdims=True)
     return -tf.reduce_max(-tf.where(tf.equal(values, top), index, size), axis=axis)  # the smallest such index
-
-
-def slice_rows(ragged, rows, starts, lengths):
-    """A ragged tensor whose row `i` is `ragged[rows[i]][starts[i]:starts[i] + lengths[i]]`, with dense ops.
-
-    Args:
-        ragged: a RaggedTensor [batch, (n)].
-        rows: int64 [m], a row of `ragged` for each new row.
-        starts: int64 [m], the first value taken of that row.
-        lengths: int64 [m], values taken (they must lie inside the row).
-
-    Returns:
-        a RaggedTensor [m, (lengths)].
-    """
-    splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], axis=0)  # (m + 1,)
-    total = splits[-1]
-    row = row_ids(splits, total)  # (total,) the new row of each value
-    position = tf.range(total) - tf.gather(splits, row)  # (total,) its index within the new row
-    source = tf.gather(tf.cast(ragged.row_splits, tf.int64), tf.gather(rows, row)) + tf.gather(starts, row) + position
-    return tf.RaggedTensor.from_row_splits(tf.gather(ragged.values, source), splits, validate=False)
-
-
-def row_lengths(ragged):
-    """int64 [batch]: the number of values of each row of a RaggedTensor."""
-    splits = tf.cast(ragged.row_splits, tf.int64)
-    return splits[1:] - splits[:-1]
 
 
 @dataclasses.dataclass

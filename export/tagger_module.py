@@ -7,13 +7,13 @@ It reproduces `official_bert.pipelines.EntityTagger` with dense core ops:
    training, and a piece that begins with a space ("Ġ") or follows whitespace starts a word; whitespace-only
    pieces start none (`tagging_dataset.text_words`, which `EntityTagger` follows). ALBERT's SentencePiece: a
    piece that begins with "▁" or is a user-defined symbol starts a word (`tagging_dataset.starts_word`).
-2. The text is packed as `[CLS] pieces [SEP]` (RoBERTa: `<s> pieces </s>`; the training layout) and each
-   word takes the argmax tag of its first piece. Pieces past `seq_length - 2` are cut: words whose first
-   piece was cut get no tag and are not reported, and `truncated` says so (EntityTagger would go on in a
-   second window; export with a larger `--max_seq_length`, up to the model's position limit, to cover longer
-   texts).
+2. The words are packed into windows of whole words, `[CLS] pieces [SEP]` (RoBERTa: `<s> pieces </s>`; the
+   training layout) with up to `seq_length - 2` pieces each, a new window at the first word that does not fit,
+   as `EntityTagger` and training pack them (`export.word_windows`); all windows of a request run as one batch,
+   and each word takes the argmax tag of its first piece in its window. Only a word of more than
+   `seq_length - 2` pieces is cut (to its first ones; its tag is read as ever), and `truncated` says so.
 3. Entities are chunks of the word tags by conlleval's rules (`official_bert.metrics.tagging`), computed
-   from each word's tag and its neighbours' within the text.
+   from each word's tag and its neighbours' within the text, across window borders.
 
 Offsets: `*_byte_start` / `*_byte_end` are byte offsets into the UTF-8 input (the tokenizer's); `word_start`,
 `word_end`, `entity_start`, `entity_end` count Unicode characters (code points: Python `str` indices, so
@@ -29,10 +29,11 @@ import tensorflow as tf
 
 from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule, with_labels_file
+from export.word_windows import word_windows
 from official_bert.data.padding import zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
-from official_bert.text.ragged_ops import characters_before, row_ids
+from official_bert.text.ragged_ops import characters_before, row_ids, slice_rows
 
 # Chunk prefixes as integers; O is 0.
 _PREFIXES = {"O": 0, "B": 1, "I": 2, "E": 3, "S": 4}
@@ -120,9 +121,10 @@ class TaggerModule(ServingModule):
     `word_labels` [batch, words] string, `word_start`/`word_end` (characters) and
     `word_byte_start`/`word_byte_end` [batch, words] int64; `entity_type` [batch, entities] string,
     `entity_text` string, `entity_start`/`entity_end` (characters), `entity_byte_start`/`entity_byte_end`
-    int64 (end exclusive); `logits` [batch, seq, labels] (the model runs at the request's longest text, on its
-    real tokens only when the texts differ in length: 0 at padding and after the longest text);
-    `truncated` [batch] bool. Padding is "" and -1.
+    int64 (end exclusive); `logits` [batch, seq, labels] of each text's first window (the model runs at the
+    request's longest window, on its real tokens only when the windows differ in length: 0 at padding and after
+    the longest window; 0 for a text without words); `truncated` [batch] bool (a word was longer than a window).
+    Padding is "" and -1.
     `serve_tokens` gives `logits` and `token_labels` [batch, seq] string (every position, special ones too).
 
     With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
@@ -174,6 +176,48 @@ class TaggerModule(ServingModule):
     def tflite_answer_text(self, texts):
         return self._tag(texts[0], with_characters=False)
 
+    def _tag_words(self, ids, word_rows, first_piece, end_piece, num_rows, with_characters):
+        """Packs the words into windows of whole words (`export.word_windows`, as `EntityTagger` does), runs the
+        model on all windows of the request as one batch and reads each word's tag at its first piece.
+
+        Args:
+            ids: RaggedTensor [batch, (pieces)], the texts' pieces.
+            word_rows: int64 [words], each word's text.
+            first_piece, end_piece: int64 [words], each word's pieces in `ids.values` ([first, end)).
+            num_rows: int64, the texts.
+            with_characters: the SavedModel (the model at the longest window's length); else TFLite's fixed shape.
+
+        Returns:
+            `(logits, word_label, truncated)`: each text's first window's logits [batch, seq, labels] (0 after the
+            window and for a text without words), the label id of each word [words] int32, and [batch] bool, True
+            where a word had more pieces than a window holds (its first `seq_length - 2` are packed).
+        """
+        budget = self.seq_length - 2
+        length = end_piece - first_piece  # (words,)
+        def segment_sum(values, segments, count):  # int32 values: LiteRT's UnsortedSegmentSum takes no int64 ones
+            return tf.cast(tf.math.unsorted_segment_sum(tf.cast(values, tf.int32), segments, count), tf.int64)
+
+        words_per_text = segment_sum(tf.ones_like(word_rows), word_rows, num_rows)  # (batch,)
+        word_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(words_per_text)], axis=0)  # (batch + 1,)
+        sizes = tf.minimum(length, budget)  # (words,)
+        window, offset, _ = word_windows(sizes, tf.gather(word_splits[1:], word_rows), budget)
+        num_windows = tf.shape(tf.reshape(tf.where(offset == 0), [-1]), out_type=tf.int64)[0]
+        row_start = tf.gather(tf.cast(ids.row_splits, tf.int64), word_rows)  # (words,) the text's first piece
+        pieces = slice_rows(ids, word_rows, first_piece - row_start, sizes)  # [words, (sizes)]
+        window_pieces = tf.RaggedTensor.from_row_splits(pieces.values, tf.concat([tf.zeros([1], tf.int64), tf.cumsum(
+            segment_sum(sizes, window, num_windows))], axis=0), validate=False)
+        inputs, _ = self.preprocessor.pack_tokens([window_pieces])  # (windows, seq) each; fits: no cut
+        if with_characters:  # the SavedModel: the model at the longest window's length, zero logits past it
+            logits, _ = self._at_request_length(inputs)  # (windows, longest, labels)
+            logits = zeros_after(logits, self.seq_length)  # (windows, seq, labels)
+        else:  # TFLite: the fixed shape
+            logits = self.model(inputs, training=False)  # (windows, seq, labels)
+        best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (windows, seq)
+        word_label = tf.gather_nd(best, tf.stack([window, offset + 1], axis=1))  # (words,) +1: [CLS]
+        first_window = tf.gather(tf.concat([window, tf.zeros([1], tf.int64)], axis=0), word_splits[:-1])  # (batch,)
+        long_words = segment_sum(length > budget, word_rows, num_rows)
+        return _first_rows(logits, first_window, words_per_text), word_label, long_words > 0
+
     def _tag(self, text, with_characters):
         if self._prefix:  # RoBERTa: leading whitespace stripped, then tokenized after a space (if anything is left)
             stripped = tf.strings.regex_replace(text, LEADING_WHITESPACE, "")
@@ -185,13 +229,6 @@ class TaggerModule(ServingModule):
                             for offsets in (starts, ends))
         else:
             ids, starts, ends = self.preprocessor.tokenize(text, with_offsets=True)  # [batch, (pieces)]
-        inputs, truncated = self.preprocessor.pack_tokens([ids])
-        if with_characters:  # the SavedModel: the model at the longest text's length, zero logits past it
-            logits, _ = self._at_request_length(inputs)  # (batch, longest, labels)
-            logits = zeros_after(logits, self.seq_length)  # (batch, seq, labels)
-        else:  # TFLite: the fixed shape
-            logits = self.model(inputs, training=False)  # (batch, seq, labels)
-        best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
 
         splits = tf.cast(ids.row_splits, tf.int64)  # (batch + 1,)
         num_rows = tf.shape(splits, out_type=tf.int64)[0] - 1
@@ -218,14 +255,14 @@ class TaggerModule(ServingModule):
         first_piece = tf.gather(boundary, starts_one)  # (words,)
         last_piece = tf.gather(next_boundary, starts_one) - 1  # (words,) the word's last non-space piece
         word_rows = tf.gather(piece_rows, first_piece)
-        word_position = tf.gather(position, first_piece)  # (words,) piece index of the word's first piece
-        budget = tf.constant(self.seq_length - 2, tf.int64)
-        tagged = tf.reshape(tf.where(word_position < budget), [-1])  # words whose first piece was packed
-        first_piece, last_piece = tf.gather(first_piece, tagged), tf.gather(last_piece, tagged)
-        word_rows, word_position = tf.gather(word_rows, tagged), tf.gather(word_position, tagged)
         word_byte_start = tf.gather(tf.cast(starts.values, tf.int64), first_piece)  # (words,)
         word_byte_end = tf.gather(tf.cast(ends.values, tf.int64), last_piece)  # (words,)
-        word_label = tf.gather_nd(best, tf.stack([word_rows, word_position + 1], axis=1))  # (words,) +1: [CLS]
+        # A word's pieces run to the next word's first piece, its trailing whitespace pieces too (`text_words`).
+        next_first = tf.concat([first_piece[1:], tf.reshape(num_pieces, [1])], axis=0)  # (words,)
+        next_same_text = tf.concat([tf.equal(word_rows[1:], word_rows[:-1]), [False]], axis=0)  # (words,)
+        end_piece = tf.where(next_same_text, next_first, tf.gather(splits, word_rows + 1))  # (words,)
+        logits, word_label, truncated = self._tag_words(ids, word_rows, first_piece, end_piece, num_rows,
+                                                        with_characters)
 
         # Chunks: each word against its neighbours in the same text (O before the first, after the last).
         prefix = tf.gather(tf.constant(self._prefixes, tf.int32), word_label)  # (words,)
@@ -264,6 +301,12 @@ class TaggerModule(ServingModule):
                 "entity_end": characters_before(text, entity_byte_end),
                 "entity_text": _slices(text, entity_byte_start, entity_byte_end)})
         return outputs
+
+
+def _first_rows(values, first, count):
+    """values[first[g]] where `count[g] > 0`, zeros elsewhere: values [n, ...], first and count int64 [groups]."""
+    padded = tf.concat([values, tf.zeros_like(values[:1])], axis=0)  # (n + 1, ...): row n is zeros
+    return tf.gather(padded, tf.where(count > 0, first, tf.shape(values, out_type=tf.int64)[0]))
 
 
 def _slices(text, byte_start, byte_end):

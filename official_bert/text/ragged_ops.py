@@ -1,4 +1,5 @@
-"""Dense-op helpers for tokenized text: the row of each ragged value, and character offsets from byte offsets.
+"""Dense-op helpers for tokenized text: the row of each ragged value, row lengths, slices of rows, and character
+offsets from byte offsets.
 
 Only core ops that TFLite's builtins and stock TF Serving have (no `RaggedRange`).
 """
@@ -38,3 +39,29 @@ def characters_before(text, byte_offsets):
     prefix = tf.strings.substr(tf.gather(text, rows), tf.zeros_like(byte_offsets), tf.maximum(byte_offsets, 0))
     count = tf.cast(tf.strings.length(prefix, unit="UTF8_CHAR"), tf.int64)
     return tf.where(byte_offsets < 0, tf.constant(-1, tf.int64), count)
+
+
+def slice_rows(ragged, rows, starts, lengths):
+    """A ragged tensor whose row `i` is `ragged[rows[i]][starts[i]:starts[i] + lengths[i]]`, with dense ops.
+
+    Args:
+        ragged: a RaggedTensor [batch, (n)].
+        rows: int64 [m], a row of `ragged` for each new row.
+        starts: int64 [m], the first value taken of that row.
+        lengths: int64 [m], values taken (they must lie inside the row).
+
+    Returns:
+        a RaggedTensor [m, (lengths)].
+    """
+    splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(lengths)], axis=0)  # (m + 1,)
+    total = splits[-1]
+    row = row_ids(splits, total)  # (total,) the new row of each value
+    position = tf.range(total) - tf.gather(splits, row)  # (total,) its index within the new row
+    source = tf.gather(tf.cast(ragged.row_splits, tf.int64), tf.gather(rows, row)) + tf.gather(starts, row) + position
+    return tf.RaggedTensor.from_row_splits(tf.gather(ragged.values, source), splits, validate=False)
+
+
+def row_lengths(ragged):
+    """int64 [batch]: the number of values of each row of a RaggedTensor."""
+    splits = tf.cast(ragged.row_splits, tf.int64)
+    return splits[1:] - splits[:-1]

@@ -37,15 +37,17 @@ def test_empty_strings_are_answered(models):
     assert (out["entity_type"][0] == b"").all() and (out["entity_start"][0] == -1).all()  # padding
 
 
-def test_long_text_is_truncated_and_says_so(models):
+def test_long_text_is_truncated_and_says_so_or_read_in_windows(models):
     long_text = " ".join(["Brussels"] * 500)
     out = _call(models["classifier"], text=np.array([long_text, "short"], object),
                 text_b=np.array(["short", long_text], object))
     assert out["truncated"].tolist() == [True, True]
-    out = _call(models["tagger"], text=np.array([long_text, "Brussels"], object))
-    assert out["truncated"].tolist() == [True, False]
-    assert out["num_words"].tolist() == [46, 1]  # the words whose first piece fits in 48 - [CLS] - [SEP]
-    assert out["word_end"][0, 45] == len(" ".join(["Brussels"] * 46))
+    out = _call(models["tagger"], text=np.array([long_text, "Brussels", "xq" * 49], object))  # 98 pieces
+    # the tagger reads a long text in windows of whole words (46 pieces between [CLS] and [SEP]): every word tagged;
+    # only a word longer than a window is cut, to its first 46 pieces
+    assert out["truncated"].tolist() == [False, False, True]
+    assert out["num_words"].tolist() == [500, 1, 1]
+    assert out["word_end"][0, 499] == len(long_text) and out["word_end"][2, 0] == 98  # (its span: the whole word)
 
 
 def test_invalid_utf8_becomes_unknown_words_with_exact_byte_offsets(models, vocab_file):

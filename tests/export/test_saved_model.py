@@ -228,13 +228,9 @@ def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, n
     tagger = EntityTagger.from_model_dir(str(ner_dir))
     expected = tagger(conll_texts)
     split = tagger.split_words(conll_texts)
-    compared = 0
-    for i, text in enumerate(conll_texts):
-        num_pieces = sum(len(p) for p in split[i][0])
-        assert out["serving_default/truncated"][i] == (num_pieces > 46)
-        if num_pieces > 46:  # EntityTagger goes on in a second window; the export cuts and says so
-            assert out["serving_default/num_words"][i] < len(split[i][0])
-            continue
+    compared, pieces = 0, np.array([sum(len(p) for p in words) for words, _ in split])
+    for i, text in enumerate(conll_texts):  # a text of more than 46 pieces goes on in windows of whole words
+        assert not out["serving_default/truncated"][i]  # every word fits a window
         n = out["serving_default/num_entities"][i]
         got = [{"type": out["serving_default/entity_type"][i, j].decode(),
                 "start": int(out["serving_default/entity_start"][i, j]),
@@ -246,20 +242,38 @@ def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, n
         assert [tuple(s) for s in zip(out["serving_default/word_start"][i, :words],
                                       out["serving_default/word_end"][i, :words])] == split[i][1]
         compared += len(got)
-    assert compared > 100
-    assert out["serving_default/truncated"].any()
+    assert compared > 100 and (pieces > 46).sum() >= 3
     for key in ("num_entities", "entity_type", "entity_start", "entity_end", "word_labels", "entity_byte_end"):
         np.testing.assert_array_equal(out[f"serve_examples/{key}"], out[f"serving_default/{key}"], err_msg=key)
     logits = _python_model(ner_dir, "tagger")(tokens, training=False).numpy()  # (120, 48, 9)
     # Float rounding only (rtol): the export's graph runs the GELU fused into its matmul (oneDNN), eager Keras does not.
     np.testing.assert_allclose(out["serve_tokens/logits"], logits, atol=1e-5, rtol=1e-5)
-    # raw text: the model on the request's real tokens (at its longest text's length), zeros after it
-    real = np.asarray(tokens["input_mask"]).astype(bool)  # (120, 48): real tokens, a prefix of every row
-    longest = int(real.sum(axis=1).max())
+    # raw text: each text's first window, the model on the request's real tokens; a text of one window: its tokens
+    real = np.asarray(tokens["input_mask"]).astype(bool) & (pieces <= 46)[:, None]  # (120, 48)
     np.testing.assert_allclose(out["serving_default/logits"][real], logits[real], atol=1e-5, rtol=1e-5)
-    assert not out["serving_default/logits"][:, longest:].any()
     labels = np.array(tagger.label_names, dtype=object)[logits.argmax(-1)]
     assert out["serve_tokens/token_labels"].astype(str).tolist() == labels.tolist()
+
+
+def test_tagger_entities_equal_entity_tagger_on_conll_documents_joined_into_long_texts(exports, ner_dir,
+                                                                                       conll_texts):
+    """Six texts of 20 CoNLL sentences each (hundreds of pieces: many windows of 46), with a short one and an empty
+    one in the same request: the same words and entities as `EntityTagger`, entities joined across windows."""
+    from official_bert.pipelines import EntityTagger
+
+    texts = [" ".join(conll_texts[i:i + 20]) for i in range(0, 120, 20)] + ["Peter flew to Brussels.", ""]
+    tagger = EntityTagger.from_model_dir(str(ner_dir))
+    out = {k: v.numpy() for k, v in tf.saved_model.load(exports["tagger"]).signatures["serving_default"](
+        text=tf.constant(texts)).items()}
+    split = tagger.split_words(texts)
+    for i, expected in enumerate(tagger(texts)):
+        got = [{"type": out["entity_type"][i, j].decode(), "start": int(out["entity_start"][i, j]),
+                "end": int(out["entity_end"][i, j]), "text": out["entity_text"][i, j].decode()}
+               for j in range(out["num_entities"][i])]
+        assert got == expected, i
+        assert out["num_words"][i] == len(split[i][0])
+    assert sum(len(e) for e in tagger(texts)) > 100 and not out["truncated"].any()
+    assert min(sum(len(p) for p in words) for words, _ in split[:6]) > 3 * 46  # every long text: 4+ windows
 
 
 @pytest.mark.parametrize("kind", ["classifier", "tagger"])
