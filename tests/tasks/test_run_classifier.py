@@ -123,6 +123,29 @@ def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp
             == json.loads((killed / "eval_results.json").read_text()))
 
 
+def test_glue_files_given_as_the_users_own_train_as_the_glue_task(shared_data, tiny_checkpoint, tmp_path,
+                                                                   op_determinism_restored):
+    """MRPC's TSVs given as `--train_file` / `--eval_file` (their own column names) train bit-identically to
+    `--task=MRPC` and evaluate to the same accuracy: the file path inherits the GLUE path's accuracy against
+    transformers (docs/accuracy.md)."""
+    from official_bert.data.labeled_text_files import Columns
+    from official_bert.runner import RunConfig, run
+    from official_bert.tasks.file_classification import FileClassificationTask
+
+    settings = {"num_train_steps": 4, "deterministic": True, "seed": 3}
+    glue = _run_in_process(shared_data / "glue" / "MRPC", tiny_checkpoint, tmp_path / "glue", **settings)
+    mrpc = shared_data / "glue" / "MRPC"
+    task = FileClassificationTask(str(mrpc / "train.tsv"), str(mrpc / "dev.tsv"),
+                                  columns=Columns("#1 String", "#2 String", "Quality"))
+    files = run(task, RunConfig(init_checkpoint=str(tiny_checkpoint), model_dir=str(tmp_path / "files"),
+                                max_seq_length=32, train_batch_size=8, eval_batch_size=128, **settings))
+    a, b = _weights(tmp_path / "glue"), _weights(tmp_path / "files")
+    assert a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert files["accuracy"] == glue["accuracy"] and files["num_examples"] == glue["num_examples"] == 408
+
+
 def _write_stsb(directory, rows):
     """A tiny STS-B in GLUE's column layout (score in the last column)."""
     directory.mkdir(parents=True, exist_ok=True)
