@@ -59,6 +59,7 @@ def runs(tmp_path_factory):
         "tflite": [f"--saved_model_dir={root / 'export' / '1'}", f"--output={root / 'motions.tflite'}"],
         "tflite_int8": [f"--saved_model_dir={root / 'export' / '1'}", f"--output={root / 'motions_int8.tflite'}",
                         "--quantize=dynamic_int8"],
+        "export_int8": ["--model_dir=" + str(model_dir), f"--export_dir={root / 'export_int8'}", "--precision=int8"],
     }
     # A --deterministic run, unbroken; the same run SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
     for name in ("unbroken", "killed", "resumed"):
@@ -66,7 +67,8 @@ def runs(tmp_path_factory):
         commands[name] = [f"--model_dir={run_dir}", f"--train_file={train}", "--do_eval=false", "--hidden_size=16",
                           "--num_heads=2", "--train_batch_size=8", "--num_train_steps=8", "--checkpoint_steps=1",
                           "--deterministic"]
-    modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite"}
+    modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite",
+               "export_int8": "export.saved_model"}
     kills = {"killed": (root / "resumed", 3)}
     results = run_forked([(modules.get(name, MODULE), args, *([kills[name]] if name in kills else []))
                           for name, args in commands.items()], root)
@@ -216,3 +218,16 @@ def test_the_dynamic_int8_tflite_model_runs_smaller(runs):
                        for name in ("motions_int8.tflite", "motions.tflite"))
     np.testing.assert_allclose(lite["probabilities"].sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(lite["logits"], reference["logits"], atol=0.25)  # int8 weights move them a little
+
+
+def test_an_int8_saved_model_answers_close_to_the_float_one(runs):
+    import tensorflow as tf
+
+    results, root = runs
+    _ok(results["export_int8"])
+    data = np.load(root / "dev.npz")
+    inputs = {"features": tf.constant(data["features"][:4]), "lengths": tf.constant(data["lengths"][:4], tf.int32)}
+    int8, reference = (tf.saved_model.load(str(root / name / "1")).signatures["serving_default"](**inputs)
+                       for name in ("export_int8", "export"))
+    np.testing.assert_allclose(int8["probabilities"].numpy().sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(int8["logits"].numpy(), reference["logits"].numpy(), atol=0.25)
