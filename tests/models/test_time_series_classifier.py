@@ -124,3 +124,20 @@ def test_logits_equal_pytorch_on_the_torch_backend():
     """)
     assert result["backend"] == "torch"
     assert result["max_diff"] <= 1e-5, result
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_mixed_bfloat16_gives_float32_logits_close_to_float32(norm_first):
+    model = _classifier(norm_first=norm_first)
+    policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        mixed = _classifier(norm_first=norm_first)
+    finally:
+        keras.mixed_precision.set_global_policy(policy)
+    mixed.set_weights(model.get_weights())
+    inputs = _batch()
+    logits = mixed(inputs)
+    assert logits.dtype == "float32"
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(logits), keras.ops.convert_to_numpy(model(inputs)),
+                               atol=0.02)
