@@ -16,6 +16,7 @@ INSTALL_REQUIRES = [
     "numpy>=1.26",
     "flatbuffers>=24.3",  # builds the tokenizer's normalizer table
     "tensorflow-serving-api==2.21.0",  # PredictionLog protos of the SavedModel export's warm-up requests
+    "huggingface_hub>=0.30",  # from_pretrained("org/name"): a hub id downloads into its cache
 ]
 
 # References used only by tests and benchmarks, never at run time (CI installs ".[test]").
