@@ -3,7 +3,7 @@
     python -m benchmarks.run                                  # inference + train, MiniLM and BERT-Base, fp32 + bf16
     python -m benchmarks.run --suite=inference --shapes=minilm --precisions=fp32
     python -m benchmarks.run --suite=memory --shapes=base     # RSS of BERT-Base fine-tuning per epoch, every peer
-    python -m benchmarks.run --suite=serving                  # raw text -> label: SavedModel vs HF pipeline
+    python -m benchmarks.run --suite=serving                  # raw text -> label: SavedModel, LiteRT vs HF pipeline
 
 Every peer and precision runs in its own process (`benchmarks.perf.worker`), one after the other, on the
 same synthetic full-length sequences (seq 128 by default). bf16: ours infers as a `--precision=bfloat16` export
@@ -34,12 +34,12 @@ PEER_ORDER = ("ours", "hf_torch", "keras_hub")
 PEER_TITLES = {"ours": "ours", "hf_torch": "HF torch", "keras_hub": "keras-hub"}
 
 
-def run_worker(peer, precision, suite, args, jit_compile=None):
+def run_worker(peer, precision, suite, args, jit_compile=None, lite=None):
     """Runs one peer's `benchmarks.perf.worker` in its own process; `jit_compile` ("true"/"false") overrides
-    --jit_compile. Returns its result dicts."""
+    --jit_compile; `lite`: the serving suite's TFLite quantization of our export. Returns its result dicts."""
     command = [sys.executable, "-m", "benchmarks.perf.worker", f"--peer={peer}", f"--precision={precision}",
                f"--suite={suite}", f"--shapes={args.shapes}", f"--seq_length={args.seq_length}",
-               f"--jit_compile={jit_compile or args.jit_compile}"]
+               f"--jit_compile={jit_compile or args.jit_compile}", *([f"--lite={lite}"] if lite else [])]
     if suite == "inference":
         command += [f"--batch_sizes={args.batch_sizes}", f"--repeats={args.repeats}"]
     elif suite == "train":
@@ -106,11 +106,15 @@ def print_speed_table(results, suite, seq_length, limits):
         print(line)
 
 
-SERVING_ROWS = (("ours", "ours SavedModel"), ("ours_jit", "ours --jit_compile"), ("hf_torch", "HF pipeline"))
+SERVING_ROWS = (("ours", "ours SavedModel"), ("ours_jit", "ours --jit_compile"),
+                ("ours_lite_none", "ours LiteRT float32"), ("ours_lite_dynamic_int8", "ours LiteRT dyn. int8"),
+                ("ours_lite_full_int8", "ours LiteRT full int8"), ("hf_torch", "HF pipeline"))
+LITE_QUANTIZATIONS = ("none", "dynamic_int8", "full_int8")  # export.tflite --quantize of the LiteRT rows
 
 
 def print_serving(results):
-    rows = {r["peer"] + ("_jit" if r.get("jit_compile") else ""): r for r in results if r["suite"] == "serving"}
+    rows = {r["peer"] + ("_jit" if r.get("jit_compile") else "") + (f"_lite_{r['lite']}" if r.get("lite") else ""): r
+            for r in results if r["suite"] == "serving"}
     if not rows:
         return
     first = next(iter(rows.values()))
@@ -128,12 +132,17 @@ def print_serving(results):
         spread = (r["max_s"] - r["min_s"]) / r["median_s"]
         print(f"{title:26s}{points[50] * 1000:16.2f}{points[99] * 1000:16.2f}"
               f"{figures[key][2]:12.1f} ±{spread * 100:4.1f}%")
-    for key, title in SERVING_ROWS[:2]:
+    for key, title in SERVING_ROWS[:-1]:
         if key in figures and "hf_torch" in figures:
             ours, hf = figures[key], figures["hf_torch"]
             agree = sum(a == b for a, b in zip(rows[key]["labels"], rows["hf_torch"]["labels"]))
-            print(f"{title.replace('ours', 'ours vs HF,', 1):26s}{hf[0] / ours[0]:15.2f}x{hf[1] / ours[1]:15.2f}x"
-                  f"{ours[2] / hf[2]:19.2f}x   (speed-up; labels agree on {agree}/{len(rows[key]['labels'])} texts)")
+            same = ""
+            if key != "ours" and "ours" in rows:  # against our float SavedModel
+                saved = sum(a == b for a, b in zip(rows[key]["labels"], rows["ours"]["labels"]))
+                same = f"; the SavedModel's on {saved}"
+            print(f"{title.replace('ours', 'vs HF,', 1):26s}{hf[0] / ours[0]:15.2f}x{hf[1] / ours[1]:15.2f}x"
+                  f"{ours[2] / hf[2]:19.2f}x   (speed-up; labels agree with HF on {agree}/{len(rows[key]['labels'])} "
+                  f"texts{same})")
 
 
 def print_memory(results):
@@ -179,9 +188,11 @@ def main():
             peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
         for precision in precisions:
             for peer in peers:
-                if suite == "serving" and peer == "ours":  # the plain export, and export.saved_model --jit_compile
+                if suite == "serving" and peer == "ours":  # the plain export, --jit_compile, and its LiteRT forms
                     results += run_worker(peer, precision, suite, args, jit_compile="false")
                     results += run_worker(peer, precision, suite, args, jit_compile="true")
+                    for quantize in LITE_QUANTIZATIONS:
+                        results += run_worker(peer, precision, suite, args, jit_compile="false", lite=quantize)
                 else:
                     results += run_worker(peer, precision, suite, args)
     for suite in ("inference", "train"):

@@ -105,10 +105,12 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
     return memory_result(batch_size, after_epoch, jit_compile=jit)
 
 
-def serving(latency_texts, batch_size, repeats, jit_compile=False):
+def serving(latency_texts, batch_size, repeats, jit_compile=False, lite=None):
     """Raw text -> label through `export.saved_model`'s SavedModel (`serving_default`, loaded in this process).
     With `jit_compile`, the export of `export.saved_model --jit_compile`, its warm-up requests replayed first (as
-    TF Serving does when it loads a model).
+    TF Serving does when it loads a model). With `lite` ("none", "dynamic_int8" or "full_int8"), that export's
+    `export.tflite` conversion run by LiteRT instead (its default CPU delegate, XNNPACK, on the float ops; full_int8
+    calibrated on the first `serving_inputs.CALIBRATION_TEXTS` SST-2 training sentences).
 
     Returns: batch-1 latencies over `latency_texts` (seconds each), seconds per pass over all texts in batches of
     `batch_size`, and the label of every text.
@@ -139,6 +141,8 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False):
         module = ClassifierModule(model, preprocessor, serving_inputs.LABELS, False, ("text",),
                                   {"vocab.txt": vocab_file}, jit_compile=jit_compile)
         version_dir = save(module, os.path.join(work_dir, "export"))
+        if lite is not None:
+            return _serving_lite(version_dir, lite, texts, latency_texts, batch_size, repeats)
         serve = tf.saved_model.load(version_dir).signatures["serving_default"]
         if jit_compile:
             from export.warmup import WARMUP_FILE, read_warmup_file
@@ -151,3 +155,24 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False):
             return serve(text=tf.constant(batch))["label_id"].numpy()
 
         return serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)
+
+
+def _serving_lite(version_dir, quantize, texts, latency_texts, batch_size, repeats):
+    """`serving`'s timing of the export's TFLite conversion (`quantize`) in LiteRT."""
+    import numpy as np
+
+    from benchmarks.perf import serving_inputs
+    from export import tflite
+
+    calibration = None
+    if quantize == "full_int8":
+        calibration = [(text,) for text in serving_inputs.serving_texts(serving_inputs.CALIBRATION_TSV)[
+            :serving_inputs.CALIBRATION_TEXTS]]
+    model = tflite.convert(version_dir, "serving_default", quantize, calibration)
+    runner = tflite.interpreter(model).get_signature_runner("serving_default")
+
+    def classify(batch):
+        return runner(text=np.array(batch, dtype=object))["label_id"]
+
+    return {"model_bytes": len(model), **serving_inputs.time_classifier(classify, texts, latency_texts, batch_size,
+                                                                        repeats)}

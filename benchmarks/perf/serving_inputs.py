@@ -17,6 +17,8 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 SHARED_DATA = os.environ.get("OFFICIAL_BERT_SHARED_DATA", os.path.join(REPO_ROOT, "..", "shared", "data"))
 CHECKPOINT = os.path.join(SHARED_DATA, "all-MiniLM-L6-v2")
 TEXTS_TSV = os.path.join(SHARED_DATA, "glue", "SST-2", "dev.tsv")
+CALIBRATION_TSV = os.path.join(SHARED_DATA, "glue", "SST-2", "train.tsv")  # full-int8 LiteRT: 100 training sentences
+CALIBRATION_TEXTS = 100
 LABELS = ("negative", "positive")
 MAX_SEQ_LENGTH = 128
 

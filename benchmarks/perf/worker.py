@@ -34,6 +34,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=3, help="memory suite: epochs")
     parser.add_argument("--latency_texts", type=int, default=200, help="serving suite: single-text requests timed")
     parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto")
+    parser.add_argument("--lite", choices=["none", "dynamic_int8", "full_int8"], default=None,
+                        help="serving suite, ours: the export's TFLite conversion (this quantization) in LiteRT")
     args = parser.parse_args()
 
     peer = importlib.import_module(PEERS[args.peer])
@@ -43,6 +45,8 @@ def main():
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     if args.suite == "serving":  # one real checkpoint (all-MiniLM-L6-v2), so no --shapes
         compiled = {"jit_compile": bool(jit)} if args.peer == "ours" else {}  # ours: the --jit_compile export
+        if args.peer == "ours" and args.lite:
+            compiled["lite"] = args.lite
         for batch_size in batch_sizes:
             _emit({**common, "shape": "minilm", **compiled,
                    **peer.serving(args.latency_texts, batch_size, args.repeats, **compiled)})
