@@ -166,8 +166,9 @@ class SquadModule(ServingModule):
                    max_windows=max_windows or DEFAULT_MAX_WINDOWS)
 
     def warmup_texts(self):
-        long_context = " ".join(["Peter Blackburn flew to Brussels on Monday to meet the European Commission."] * 3
-                                + [f"The meeting lasted {self.seq_length} minutes."])  # more than one window
+        long_context = " ".join(["Peter Blackburn flew to Brussels on Monday to meet the European Commission."]
+                                * (self.seq_length // 10 + 1)  # (15 pieces each) more than one window
+                                + [f"The meeting lasted {self.seq_length} minutes."])
         return {"question": ["Where did Peter Blackburn fly on Monday?", "What is the journey like?",
                              "How long did the meeting last?"],
                 "context": ["Peter Blackburn flew to Brussels on Monday to meet the European Commission.",

@@ -25,10 +25,12 @@ bytes, which count as no character here and as one U+FFFD there).
 The TFLite form (`tflite_answer_text`) has no string-slicing ops, so it outputs the byte offsets only.
 """
 
+import numpy as np
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule, with_labels_file
+from export.warmup import SAMPLE_TEXTS
 from export.word_windows import word_windows
 from official_bert.data.padding import zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
@@ -164,6 +166,12 @@ class TaggerModule(ServingModule):
         labels = list(loaded.info["label_names"])
         return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), labels,
                    with_labels_file(assets, labels, staging_dir), jit_compile)
+
+    def warmup_requests(self):
+        """Every export's requests (`ServingModule.warmup_requests`), then one text longer than a window on
+        `serving_default`, so that a server's warm-up also runs the windows of whole words."""
+        long_text = " ".join(SAMPLE_TEXTS * (self.seq_length // 8 + 1))  # several windows at any length
+        return super().warmup_requests() + [("serving_default", {"text": np.array([long_text], dtype=object)})]
 
     def answer_tokens(self, inputs):
         logits = self.model(inputs, training=False)  # (batch, seq, labels)

@@ -39,8 +39,10 @@ def answers(export_of, tmp_path_factory):
 def test_every_warmup_request_and_raw_text_is_answered_as_tf_saved_model_load_answers(answers, kind, precision):
     result = answers["answers"][f"{kind}_{precision}"]
     assert result["errors"] == []
-    # One warm-up request per signature (the encoder's `embed` too), then the raw texts.
-    signatures = ["serving_default", "serve_examples", "serve_tokens"] + (["embed"] if kind == "encoder" else [])
+    # One warm-up request per signature (the encoder's `embed` too; the tagger's long text on serving_default), then
+    # the raw texts.
+    extra = {"encoder": ["embed"], "tagger": ["serving_default"]}.get(kind, [])
+    signatures = ["serving_default", "serve_examples", "serve_tokens"] + extra
     assert result["requests"] == signatures + ["serving_default"]
     outputs = result["outputs"]
     session_keys = sorted(k for k in outputs if "/session/" in k)
