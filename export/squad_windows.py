@@ -135,6 +135,19 @@ def max_context_mask(windows, first, seq_length):
     return tf.equal(best, small(windows.window)[:, None])
 
 
+def _grouped(row_splits):
+    """(groups, most) row indices of each group of consecutive rows, its last row repeated where it has fewer rows
+    than the most: a repeat changes neither a group's maximum, its minimum, nor which row comes first. (No -inf
+    filler: LiteRT's converter turns a -inf constant into the lowest float, above a computed -inf.)
+
+    Args:
+        row_splits: int64 [groups + 1], each group's first row; every group has at least one row.
+    """
+    count = row_splits[1:] - row_splits[:-1]  # (groups,)
+    k = tf.range(tf.maximum(tf.reduce_max(count), 1))[None, :]  # (1, most)
+    return row_splits[:-1, None] + tf.minimum(k, count[:, None] - 1)  # (groups, most)
+
+
 def best_rows(scores, row_splits):
     """The row of the highest score among each group of consecutive rows (the first on ties).
 
@@ -145,12 +158,7 @@ def best_rows(scores, row_splits):
     Returns:
         int64 [groups], a row index.
     """
-    count = row_splits[1:] - row_splits[:-1]  # (groups,)
-    k = tf.range(tf.maximum(tf.reduce_max(count), 1))[None, :]  # (1, most)
-    # A group's last row repeats where it has fewer rows than the most: a repeat never comes first. (No -inf filler:
-    # LiteRT's converter turns a -inf constant into the lowest float, above a computed -inf.)
-    index = row_splits[:-1, None] + tf.minimum(k, count[:, None] - 1)  # (groups, most)
-    return row_splits[:-1] + tf.cast(first_argmax(tf.gather(scores, index), axis=1), tf.int64)
+    return row_splits[:-1] + tf.cast(first_argmax(tf.gather(scores, _grouped(row_splits)), axis=1), tf.int64)
 
 
 def smallest(values, row_splits):
@@ -163,7 +171,4 @@ def smallest(values, row_splits):
     Returns:
         float32 [groups].
     """
-    count = row_splits[1:] - row_splits[:-1]
-    k = tf.range(tf.maximum(tf.reduce_max(count), 1))[None, :]
-    index = row_splits[:-1, None] + tf.minimum(k, count[:, None] - 1)  # (groups, most): repeats the last row
-    return -tf.reduce_max(-tf.gather(values, index), axis=1)
+    return -tf.reduce_max(-tf.gather(values, _grouped(row_splits)), axis=1)

@@ -208,8 +208,8 @@ class TaggerModule(ServingModule):
         words_per_text = segment_sum(tf.ones_like(word_rows), word_rows, num_rows)  # (batch,)
         word_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(words_per_text)], axis=0)  # (batch + 1,)
         sizes = tf.minimum(length, budget)  # (words,)
-        window, offset, _ = word_windows(sizes, tf.gather(word_splits[1:], word_rows), budget)
-        num_windows = tf.shape(tf.reshape(tf.where(offset == 0), [-1]), out_type=tf.int64)[0]
+        window, offset, starts = word_windows(sizes, tf.gather(word_splits[1:], word_rows), budget)
+        num_windows = tf.reduce_sum(tf.cast(starts, tf.int64))
         row_start = tf.gather(tf.cast(ids.row_splits, tf.int64), word_rows)  # (words,) the text's first piece
         pieces = slice_rows(ids, word_rows, first_piece - row_start, sizes)  # [words, (sizes)]
         window_pieces = tf.RaggedTensor.from_row_splits(pieces.values, tf.concat([tf.zeros([1], tf.int64), tf.cumsum(

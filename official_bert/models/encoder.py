@@ -56,17 +56,8 @@ class BertEncoder(keras.Model):
             positions_after_padding=config.family.positions_after_padding,
             fused_training_kernels=fused_training_kernels,
             name="embeddings")
-        blocks = [
-            TransformerBlock(
-                hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
-                intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
-                hidden_dropout_prob=config.hidden_dropout_prob,
-                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-                layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-                num_kept_heads=config.num_kept_heads(i), fused_attention=fused_attention,
-                fused_training_kernels=fused_training_kernels, name=_block_name(config, i))
-            for i in range(_num_blocks(config))
-        ]
+        blocks = [transformer_block(config, i, _block_name(config, i), fused_attention, fused_training_kernels)
+                  for i in range(_num_blocks(config))]
         projection = None
         if config.family.shared_layers:  # ALBERT's factorised embeddings
             projection = keras.layers.Dense(
@@ -152,6 +143,19 @@ class BertEncoder(keras.Model):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def transformer_block(config, index, name, fused_attention, fused_training_kernels, norm_first=False):
+    """The `TransformerBlock` of layer `index` of an encoder of `config` (its sizes, activation, dropouts, epsilon,
+    initializer and kept heads); `norm_first`: pre-LayerNorm (the feature-sequence encoder's option)."""
+    return TransformerBlock(
+        hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+        hidden_dropout_prob=config.hidden_dropout_prob,
+        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+        layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
+        num_kept_heads=config.num_kept_heads(index), fused_attention=fused_attention,
+        fused_training_kernels=fused_training_kernels, norm_first=norm_first, name=name)
 
 
 def _num_blocks(config) -> int:

@@ -3,8 +3,8 @@
 import keras
 
 from official_bert.config import BertConfig
-from official_bert.layers import TransformerBlock
 from official_bert.layers.feature_embeddings import FeatureEmbeddings, KeyKeepMask
+from official_bert.models.encoder import transformer_block
 
 FEATURE_INPUTS = ("input_features", "input_mask")
 
@@ -60,17 +60,8 @@ class BertFeatureEncoder(keras.Model):
             config.initializer_range, normalize=not norm_first, layer_norm_eps=config.layer_norm_eps,
             fused_training_kernels=fused_training_kernels, name="embeddings")
         key_mask = KeyKeepMask(key_keep_prob, name="key_keep_mask")
-        blocks = [
-            TransformerBlock(
-                hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
-                intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
-                hidden_dropout_prob=config.hidden_dropout_prob,
-                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-                layer_norm_eps=config.layer_norm_eps, initializer_range=config.initializer_range,
-                num_kept_heads=config.num_kept_heads(i), fused_attention=fused_attention,
-                fused_training_kernels=fused_training_kernels, norm_first=norm_first, name=f"transformer_layer_{i}")
-            for i in range(config.num_hidden_layers)
-        ]
+        blocks = [transformer_block(config, i, f"transformer_layer_{i}", fused_attention, fused_training_kernels,
+                                    norm_first=norm_first) for i in range(config.num_hidden_layers)]
         final_layer_norm = None
         if norm_first:
             final_layer_norm = keras.layers.LayerNormalization(epsilon=config.layer_norm_eps, dtype="float32",
