@@ -6,6 +6,7 @@ import os
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
+from official_bert.data.padding import trim_inputs
 from export.serving_module import ServingModule, with_labels_file
 
 
@@ -24,8 +25,8 @@ class ClassifierModule(ServingModule):
     layer's dense matmuls on its real tokens only when the batch has padding (`model(..., real_tokens=True)`;
     a tf.cond picks the plain model for a batch without): the padding is masked out of
     attention and the answer comes from [CLS], so only the compute changes (a short single-text request costs its
-    own length; a batch, its texts' total length). `serve_tokens` and the TFLite function run the model as it is
-    (fixed shapes for TFLite).
+    own length; a batch, its texts' total length). The TFLite function runs the plain model at the request's longest
+    text (LiteRT sizes its tensors at each request); `serve_tokens` runs the model as it is.
 
     With `jit_compile`, a raw-text request without padding (one text, or texts of one length) runs the model as one
     XLA program (`export.request_length`); TF Serving then needs `--xla_cpu_compilation_enabled=true`.
@@ -81,7 +82,9 @@ class ClassifierModule(ServingModule):
         return {**self._answer(logits), "truncated": truncated}
 
     def tflite_answer_text(self, texts):
-        return super().answer_text(texts)  # fixed (batch, seq_length)
+        packed, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
+        inputs, _ = trim_inputs(packed)  # (batch, longest) each
+        return {**self._answer(self.model(inputs, training=False)), "truncated": truncated}
 
     def answer_tokens(self, inputs):
         return self._answer(self.model(inputs, training=False))

@@ -245,7 +245,7 @@ class SquadModule(ServingModule):
         in_window = tf.logical_and(positions >= first[:, None],
                                    positions < (first + windows.length)[:, None])  # (windows, seq)
         starts_here = tf.logical_and(in_window, max_context_mask(windows, first, self.seq_length))
-        spans = self._window_spans(inputs, starts_here, in_window, trim=with_characters)  # (TFLite: the fixed shape)
+        spans = self._window_spans(inputs, starts_here, in_window, trim=True)
         outputs, row = self._answer(spans, windows.row_splits)
         outputs.update(num_windows=tf.cast(windows.count, tf.int32),
                        answer_window=tf.cast(tf.gather(windows.window, row), tf.int32))

@@ -32,7 +32,7 @@ from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule, with_labels_file
 from export.warmup import SAMPLE_TEXTS
 from export.word_windows import word_windows
-from official_bert.data.padding import zeros_after
+from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.tagging_dataset import bare_space, starts_word, whitespace_pieces, word_prefix
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import characters_before, row_ids, slice_rows
@@ -193,7 +193,7 @@ class TaggerModule(ServingModule):
             word_rows: int64 [words], each word's text.
             first_piece, end_piece: int64 [words], each word's pieces in `ids.values` ([first, end)).
             num_rows: int64, the texts.
-            with_characters: the SavedModel (the model at the longest window's length); else TFLite's fixed shape.
+            with_characters: the SavedModel (its real-token path for windows of unequal length); else TFLite.
 
         Returns:
             `(logits, word_label, truncated)`: each text's first window's logits [batch, seq, labels] (0 after the
@@ -218,8 +218,8 @@ class TaggerModule(ServingModule):
         if with_characters:  # the SavedModel: the model at the longest window's length, zero logits past it
             logits, _ = self._at_request_length(inputs)  # (windows, longest, labels)
             logits = zeros_after(logits, self.seq_length)  # (windows, seq, labels)
-        else:  # TFLite: the fixed shape
-            logits = self.model(inputs, training=False)  # (windows, seq, labels)
+        else:  # TFLite: the model at the longest window's length (no real-token path: its gathers and cond)
+            logits = zeros_after(self.model(trim_inputs(inputs)[0], training=False), self.seq_length)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (windows, seq)
         word_label = tf.gather_nd(best, tf.stack([window, offset + 1], axis=1))  # (words,) +1: [CLS]
         first_window = tf.gather(tf.concat([window, tf.zeros([1], tf.int64)], axis=0), word_splits[:-1])  # (batch,)

@@ -223,13 +223,18 @@ def custom_ops(model):
     return {code.customCode.decode() for code in codes if code.customCode}
 
 
-def interpreter(model_content=None, model_path=None):
-    """A LiteRT interpreter with tf-text's kernels registered, tensors allocated."""
+def interpreter(model_content=None, model_path=None, num_threads=None):
+    """A LiteRT interpreter with tf-text's kernels registered, tensors allocated.
+
+    Args:
+        model_content, model_path: the .tflite flatbuffer (bytes), or its file.
+        num_threads: the threads of LiteRT's kernels and XNNPACK; None: LiteRT's default, one thread.
+    """
     import tensorflow_text
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
 
     result = InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
-                                      model_content=model_content, model_path=model_path)
+                                      model_content=model_content, model_path=model_path, num_threads=num_threads)
     result.allocate_tensors()
     return result
 

@@ -92,7 +92,7 @@ class BertEmbeddings(keras.layers.Layer):
             position_ids = ops.cumsum(not_padding, axis=1) * not_padding + self.padding_id  # (batch, seq)
             positions = ops.take(self.position_embeddings, position_ids, axis=0)  # (batch, seq, hidden)
         else:
-            positions = self.position_embeddings[:seq_length][None]  # (1, seq, hidden)
+            positions = ops.expand_dims(self.position_embeddings[:seq_length], 0)  # (1, seq, hidden)
         if self.token_type_embeddings is None:
             return words + positions
         one_hot_types = ops.one_hot(input_type_ids, self.type_vocab_size, dtype=self.compute_dtype)  # (b, s, types)

@@ -78,7 +78,7 @@ def test_bfloat16_export_stores_bfloat16_weights_and_answers_as_the_mixed_precis
         build_module(str(model_dir), str(tmp_path), precision="float16")
 
 
-def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_path, vocab_file):
+def test_raw_text_and_its_tflite_form_run_at_the_longest_text(tmp_path, vocab_file):
     info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=5)
     module = build_module(str(model_dir), str(tmp_path))
@@ -94,8 +94,8 @@ def test_raw_text_runs_at_the_longest_text_and_tflite_at_the_fixed_length(tmp_pa
     served = module.serving_default.get_concrete_function()(short)
     lite = module.tflite_serving_default.get_concrete_function()(short)
     assert module.tflite_serving_default is not module.serving_default
-    # The raw-text graph slices to the longest text (both branches: with and without padding); TFLite keeps 24.
-    assert seen_lengths == [None, None, 24]
+    # The raw-text graph slices to the longest text (both branches: with and without padding), and so does TFLite's.
+    assert seen_lengths == [None, None, None]
     logits = model(_packed(vocab_file, SST2_TEXTS[:2], 24), training=False).numpy()
     np.testing.assert_allclose(served["logits"].numpy(), logits, atol=1e-5, rtol=0)
     np.testing.assert_allclose(lite["logits"].numpy(), logits, atol=1e-5, rtol=0)

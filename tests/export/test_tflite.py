@@ -69,6 +69,17 @@ def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite)
     assert lite["truncated"].tolist() == [False, False, True, False]
 
 
+def test_one_classifier_interpreter_answers_requests_of_every_length(exports, classifier_lite):
+    # The TFLite function runs each request at its longest text: LiteRT resizes the model's tensors at every call,
+    # so a short request after a long one (and the reverse) must answer as the SavedModel does.
+    runner = tflite.interpreter(classifier_lite).get_signature_runner("serving_default")
+    serve = tf.saved_model.load(exports["classifier"]).signatures["serving_default"]
+    for rows in ([0], [2, 3], [3], [1], [0, 1, 2, 3], [1, 3]):
+        texts, second = [TEXTS[i] for i in rows], [SECOND[i] for i in rows]
+        lite = runner(text=np.array(texts, object), text_b=np.array(second, object))
+        assert_lite_equals_saved(lite, serve(text=tf.constant(texts), text_b=tf.constant(second)))
+
+
 def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ner_dir):
     from official_bert.text import text_preprocessor
 
