@@ -14,19 +14,22 @@ after 2 warm-up runs; the spread is (max - min) / median. Inference: one forward
 (AdamW, global-norm clipping). Serving: raw SST-2 dev sentences -> label through our exported SavedModel
 (`serving_default`, in-graph WordPiece, at most 128 pieces, run at each request's longest text) against
 transformers' text-classification `pipeline` (fast tokenizer, padding to the longest text), both
-all-MiniLM-L6-v2 with the same two-class head, in fp32: batch-1 latency p50/p99 over --latency_texts requests
-and the throughput of batches of --train_batch_size. "ours/best" divides our rate by the fastest peer's.
-GFLOP/s counts the encoder's matmul FLOPs (benchmarks/perf/shapes.py). "% peak" is against the nominal peak of
-the row's precision, "% GEMM" against the GEMM ceiling measured at the start of the run: the speed of a large
-square matmul in fp32 or bf16 (benchmarks/perf/machine.py says how both are found). Results also go to --out
-as JSON.
+all-MiniLM-L6-v2 fine-tuned once a run on 4,000 SST-2 training sentences (`benchmarks/perf/serving_inputs.py`), in
+fp32: batch-1 latency p50/p99 over --latency_texts requests and the throughput of batches of --train_batch_size;
+LiteRT on --lite_threads threads. "ours/best" divides our rate by the fastest peer's. GFLOP/s counts the encoder's
+matmul FLOPs (benchmarks/perf/shapes.py). "% peak" is against the nominal peak of the row's precision, "% GEMM"
+against the GEMM ceiling measured at the start of the run: the speed of a large square matmul in fp32 or bf16
+(benchmarks/perf/machine.py says how both are found). Results also go to --out as JSON.
 """
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
+from benchmarks.perf import serving_inputs
 from benchmarks.perf.shapes import encoder_forward_flops
 from benchmarks.perf.timing import percentiles
 
@@ -34,19 +37,21 @@ PEER_ORDER = ("ours", "hf_torch", "keras_hub")
 PEER_TITLES = {"ours": "ours", "hf_torch": "HF torch", "keras_hub": "keras-hub"}
 
 
-def run_worker(peer, precision, suite, args, jit_compile=None, lite=None):
+def run_worker(peer, precision, suite, args, jit_compile=None, lite=None, serving_model=None):
     """Runs one peer's `benchmarks.perf.worker` in its own process; `jit_compile` ("true"/"false") overrides
-    --jit_compile; `lite`: the serving suite's TFLite quantization of our export. Returns its result dicts."""
+    --jit_compile; `lite`: the serving suite's TFLite quantization of our export; `serving_model`: the serving suite's
+    fine-tuned model. Returns its result dicts."""
     command = [sys.executable, "-m", "benchmarks.perf.worker", f"--peer={peer}", f"--precision={precision}",
                f"--suite={suite}", f"--shapes={args.shapes}", f"--seq_length={args.seq_length}",
-               f"--jit_compile={jit_compile or args.jit_compile}", *([f"--lite={lite}"] if lite else [])]
+               f"--jit_compile={jit_compile or args.jit_compile}",
+               *([f"--lite={lite}", f"--lite_threads={args.lite_threads}"] if lite else [])]
     if suite == "inference":
         command += [f"--batch_sizes={args.batch_sizes}", f"--repeats={args.repeats}"]
     elif suite == "train":
         command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}"]
     elif suite == "serving":
         command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.repeats}",
-                    f"--latency_texts={args.latency_texts}"]
+                    f"--latency_texts={args.latency_texts}", f"--serving_model={serving_model}"]
     else:
         command += [f"--batch_sizes={args.train_batch_size}", f"--repeats={args.train_steps}",
                     f"--epochs={args.epochs}"]
@@ -118,9 +123,9 @@ def print_serving(results):
     if not rows:
         return
     first = next(iter(rows.values()))
-    print(f"\nserving (raw text -> label, all-MiniLM-L6-v2 + 2-class head, {first['num_texts']} SST-2 dev sentences, "
-          f"fp32; batch 1: {len(first['latencies_s'])} requests; batch {first['batch_size']}: median ± spread of "
-          f"passes over all texts)")
+    print(f"\nserving (raw text -> label, all-MiniLM-L6-v2 fine-tuned on SST-2, {first['num_texts']} SST-2 dev "
+          f"sentences, fp32; batch 1: {len(first['latencies_s'])} requests; batch {first['batch_size']}: median ± "
+          "spread of passes over all texts)")
     print(f"{'':26s}{'batch-1 p50 ms':>16s}{'batch-1 p99 ms':>16s}{'texts/s':>20s}")
     figures = {}
     for key, title in SERVING_ROWS:
@@ -173,6 +178,9 @@ def main():
     parser.add_argument("--train_steps", type=int, default=4, help="timed training steps per case (memory: per epoch)")
     parser.add_argument("--epochs", type=int, default=3, help="memory suite epochs")
     parser.add_argument("--latency_texts", type=int, default=200, help="serving suite: single-text requests timed")
+    parser.add_argument("--lite_threads", type=int, default=0,
+                        help="serving suite: LiteRT's threads (0: as many as the process has cores, as TensorFlow and "
+                             "PyTorch use; LiteRT's own default is one)")
     parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto",
                         help="ours: auto = the library default for this device")
     parser.add_argument("--out", default=None, help="write all results as JSON here")
@@ -181,20 +189,27 @@ def main():
     limits, limits_note = measure_machine()
     print(limits_note)
     results = []
-    for suite in args.suite.split(","):
-        peers = args.peers.split(",")
-        precisions = args.precisions.split(",")
-        if suite == "serving":  # exports serve in float32; keras-hub has no raw-text SavedModel to compare
-            peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
-        for precision in precisions:
-            for peer in peers:
-                if suite == "serving" and peer == "ours":  # the plain export, --jit_compile, and its LiteRT forms
-                    results += run_worker(peer, precision, suite, args, jit_compile="false")
-                    results += run_worker(peer, precision, suite, args, jit_compile="true")
-                    for quantize in LITE_QUANTIZATIONS:
-                        results += run_worker(peer, precision, suite, args, jit_compile="false", lite=quantize)
-                else:
-                    results += run_worker(peer, precision, suite, args)
+    with tempfile.TemporaryDirectory(prefix="benchmarks_run_") as work_dir:  # the serving model
+        for suite in args.suite.split(","):
+            peers = args.peers.split(",")
+            precisions = args.precisions.split(",")
+            model = {}
+            if suite == "serving":  # exports serve in float32; keras-hub has no raw-text SavedModel to compare
+                peers, precisions = [p for p in peers if p in ("ours", "hf_torch")], ["fp32"]
+                model["serving_model"] = os.path.join(work_dir, "serving_model")
+                accuracy = serving_inputs.fine_tune(model["serving_model"])
+                print(f"serving model: all-MiniLM-L6-v2 fine-tuned one epoch on {serving_inputs.TRAINING_TEXTS} SST-2 "
+                      f"training sentences, SST-2 dev accuracy {accuracy:.4f}", flush=True)
+            for precision in precisions:
+                for peer in peers:
+                    if suite == "serving" and peer == "ours":  # the plain export, --jit_compile, and its LiteRT forms
+                        results += run_worker(peer, precision, suite, args, jit_compile="false", **model)
+                        results += run_worker(peer, precision, suite, args, jit_compile="true", **model)
+                        for quantize in LITE_QUANTIZATIONS:
+                            results += run_worker(peer, precision, suite, args, jit_compile="false", lite=quantize,
+                                                  **model)
+                    else:
+                        results += run_worker(peer, precision, suite, args, **model)
     for suite in ("inference", "train"):
         print_speed_table(results, suite, args.seq_length, limits)
     print_serving(results)

@@ -97,27 +97,21 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
     return memory_result(batch_size, after_epoch)
 
 
-def serving(latency_texts, batch_size, repeats):
+def serving(latency_texts, batch_size, repeats, model_dir):
     """Raw text -> label through transformers' `pipeline("text-classification")` (its tokenizer, PyTorch model).
 
-    The same checkpoint and head as ours (`benchmarks.perf.serving_inputs`); texts cut at the same 128 pieces.
+    The same fine-tuned model (`model_dir`: `serving_inputs.fine_tune`'s) as ours; texts cut at the same 128 pieces.
     """
     import numpy as np
-    import torch
     import transformers
 
     from benchmarks.perf import serving_inputs
 
     texts = serving_inputs.serving_texts()
-    model = transformers.BertForSequenceClassification.from_pretrained(
-        serving_inputs.CHECKPOINT, num_labels=len(serving_inputs.LABELS)).eval()
-    kernel, bias = serving_inputs.head_weights(model.config.hidden_size)
-    with torch.no_grad():
-        model.classifier.weight.copy_(torch.from_numpy(kernel.T))
-        model.classifier.bias.copy_(torch.from_numpy(bias))
+    model = transformers.BertForSequenceClassification.from_pretrained(model_dir).eval()
     model.config.id2label = dict(enumerate(serving_inputs.LABELS))
     model.config.label2id = {label: i for i, label in enumerate(serving_inputs.LABELS)}
-    tokenizer = transformers.AutoTokenizer.from_pretrained(serving_inputs.CHECKPOINT)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     classifier = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer, device="cpu")
 
     def classify(batch):

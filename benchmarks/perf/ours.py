@@ -105,12 +105,14 @@ def train_memory(shape, batch_size, seq_length, epochs, steps_per_epoch, jit_com
     return memory_result(batch_size, after_epoch, jit_compile=jit)
 
 
-def serving(latency_texts, batch_size, repeats, jit_compile=False, lite=None):
+def serving(latency_texts, batch_size, repeats, model_dir, jit_compile=False, lite=None, lite_threads=0):
     """Raw text -> label through `export.saved_model`'s SavedModel (`serving_default`, loaded in this process).
     With `jit_compile`, the export of `export.saved_model --jit_compile`, its warm-up requests replayed first (as
     TF Serving does when it loads a model). With `lite` ("none", "dynamic_int8" or "full_int8"), that export's
-    `export.tflite` conversion run by LiteRT instead (its default CPU delegate, XNNPACK, on the float ops; full_int8
-    calibrated on the first `serving_inputs.CALIBRATION_TEXTS` SST-2 training sentences).
+    `export.tflite` conversion run by LiteRT instead, on `lite_threads` threads (0: as many as the process has
+    cores; LiteRT's own default is one) with its default CPU delegate, XNNPACK, on the float ops (full_int8
+    calibrated on the first `serving_inputs.CALIBRATION_TEXTS` SST-2 training sentences). `model_dir`: the
+    fine-tuned model (`serving_inputs.fine_tune`'s Hugging Face directory).
 
     Returns: batch-1 latencies over `latency_texts` (seconds each), seconds per pass over all texts in batches of
     `batch_size`, and the label of every text.
@@ -129,11 +131,11 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False, lite=None):
     from official_bert.text import text_preprocessor
 
     texts = serving_inputs.serving_texts()
-    encoder, config = load_encoder(serving_inputs.CHECKPOINT)
+    encoder, config = load_encoder(model_dir)
     model = BertClassifier(encoder, len(serving_inputs.LABELS))
-    model.head.set_weights(list(serving_inputs.head_weights(config.hidden_size)))
+    model.head.set_weights(list(serving_inputs.head_weights(model_dir)))
     with tempfile.TemporaryDirectory() as work_dir:
-        tokens, lower_case, _ = find_vocab(serving_inputs.CHECKPOINT)
+        tokens, lower_case, _ = find_vocab(model_dir)
         vocab_file = os.path.join(work_dir, "vocab.txt")
         with open(vocab_file, "w", encoding="utf-8") as f:
             f.write("".join(token + "\n" for token in tokens))
@@ -142,7 +144,7 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False, lite=None):
                                   {"vocab.txt": vocab_file}, jit_compile=jit_compile)
         version_dir = save(module, os.path.join(work_dir, "export"))
         if lite is not None:
-            return _serving_lite(version_dir, lite, texts, latency_texts, batch_size, repeats)
+            return _serving_lite(version_dir, lite, texts, latency_texts, batch_size, repeats, lite_threads)
         serve = tf.saved_model.load(version_dir).signatures["serving_default"]
         if jit_compile:
             from export.warmup import WARMUP_FILE, read_warmup_file
@@ -157,7 +159,7 @@ def serving(latency_texts, batch_size, repeats, jit_compile=False, lite=None):
         return serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)
 
 
-def _serving_lite(version_dir, quantize, texts, latency_texts, batch_size, repeats):
+def _serving_lite(version_dir, quantize, texts, latency_texts, batch_size, repeats, threads):
     """`serving`'s timing of the export's TFLite conversion (`quantize`) in LiteRT."""
     import numpy as np
 
@@ -169,10 +171,11 @@ def _serving_lite(version_dir, quantize, texts, latency_texts, batch_size, repea
         calibration = [(text,) for text in serving_inputs.serving_texts(serving_inputs.CALIBRATION_TSV)[
             :serving_inputs.CALIBRATION_TEXTS]]
     model = tflite.convert(version_dir, "serving_default", quantize, calibration)
-    runner = tflite.interpreter(model).get_signature_runner("serving_default")
+    threads = threads or len(os.sched_getaffinity(0))  # the cores TensorFlow and PyTorch use
+    runner = tflite.interpreter(model, num_threads=threads).get_signature_runner("serving_default")
 
     def classify(batch):
         return runner(text=np.array(batch, dtype=object))["label_id"]
 
-    return {"model_bytes": len(model), **serving_inputs.time_classifier(classify, texts, latency_texts, batch_size,
-                                                                        repeats)}
+    timing = serving_inputs.time_classifier(classify, texts, latency_texts, batch_size, repeats)
+    return {"model_bytes": len(model), "lite_threads": threads, **timing}

@@ -36,6 +36,10 @@ def main():
     parser.add_argument("--jit_compile", choices=["auto", "true", "false"], default="auto")
     parser.add_argument("--lite", choices=["none", "dynamic_int8", "full_int8"], default=None,
                         help="serving suite, ours: the export's TFLite conversion (this quantization) in LiteRT")
+    parser.add_argument("--lite_threads", type=int, default=0,
+                        help="serving suite, --lite: LiteRT's threads (0: as many as the process has cores)")
+    parser.add_argument("--serving_model", default=None,
+                        help="serving suite: the fine-tuned model (serving_inputs.fine_tune's directory)")
     args = parser.parse_args()
 
     peer = importlib.import_module(PEERS[args.peer])
@@ -44,12 +48,14 @@ def main():
     common = {"peer": args.peer, "precision": args.precision, "suite": args.suite, "seq_length": args.seq_length}
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     if args.suite == "serving":  # one real checkpoint (all-MiniLM-L6-v2), so no --shapes
+        if not args.serving_model:
+            parser.error("--suite=serving needs --serving_model (benchmarks.run fine-tunes it)")
         compiled = {"jit_compile": bool(jit)} if args.peer == "ours" else {}  # ours: the --jit_compile export
         if args.peer == "ours" and args.lite:
-            compiled["lite"] = args.lite
+            compiled.update(lite=args.lite, lite_threads=args.lite_threads)
         for batch_size in batch_sizes:
             _emit({**common, "shape": "minilm", **compiled,
-                   **peer.serving(args.latency_texts, batch_size, args.repeats, **compiled)})
+                   **peer.serving(args.latency_texts, batch_size, args.repeats, args.serving_model, **compiled)})
         return
     for shape in args.shapes.split(","):
         if args.suite == "inference":
