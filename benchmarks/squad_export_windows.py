@@ -36,6 +36,8 @@ def _python_path_predictions(model_dir, predict_file, n_best_size, work):
     info = json.loads((pathlib.Path(model_dir) / "task.json").read_text(encoding="utf-8"))
     settings = [f"--{name}={info[name]}" for name in ("max_seq_length", "doc_stride", "max_query_length",
                                                       "max_answer_length")]  # the run's, not the flags' defaults
+    if info.get("version_2_with_negative"):
+        settings += ["--version_2_with_negative", f"--null_score_diff_threshold={info['null_score_diff_threshold']}"]
     command = [sys.executable, "-m", "tasks.run_squad", f"--model_dir={model_dir}", "--do_train=false",
                "--do_predict", f"--predict_file={predict_file}", f"--n_best_size={n_best_size}", *settings,
                f"--output_dir={work / 'predictions'}"]

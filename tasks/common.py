@@ -77,7 +77,14 @@ def given_run_flags():
 
 
 def run_config():
-    """The parsed run flags as a `RunConfig`."""
+    """The parsed run flags as a `RunConfig`. An evaluation of a finished model_dir (`--do_train=false`) without
+    `--max_seq_length` packs at the length it was trained at (task.json's), not the flag's default."""
+    from official_bert import model_dir as model_dirs
     from official_bert.runner import RunConfig
 
-    return RunConfig(**{name: FLAGS[name].value for name in RUN_FLAGS if name in FLAGS})  # less the skipped ones
+    values = {name: FLAGS[name].value for name in RUN_FLAGS if name in FLAGS}  # less the skipped ones
+    model_dir = values.get("model_dir")
+    if "max_seq_length" in values and not values.get("do_train", True) and not FLAGS["max_seq_length"].present \
+            and model_dir and model_dirs.is_model_dir(model_dir):
+        values["max_seq_length"] = model_dirs.read_task_info(model_dir).get("max_seq_length", values["max_seq_length"])
+    return RunConfig(**values)

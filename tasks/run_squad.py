@@ -44,12 +44,13 @@ common.define_run_flags(max_seq_length=384)
 def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.runner import run
-    from official_bert.tasks.squad import SquadTask
+    from official_bert.tasks.squad import RECORDED_SETTINGS, SquadTask
 
     check_command_line(argv)
     task = SquadTask(FLAGS.train_file, FLAGS.predict_file, FLAGS.tfds_name, FLAGS.tfds_data_dir,
                      FLAGS.version_2_with_negative, FLAGS.doc_stride, FLAGS.max_query_length, FLAGS.n_best_size,
-                     FLAGS.max_answer_length, FLAGS.null_score_diff_threshold)
+                     FLAGS.max_answer_length, FLAGS.null_score_diff_threshold,
+                     recorded_settings=[name for name in RECORDED_SETTINGS if not FLAGS[name].present])
     run(task, common.run_config())
 
 

@@ -11,6 +11,8 @@ logger = logging.getLogger(__name__)
 # The answer settings a SQuAD model_dir's task.json records (the latest run's), which `export.saved_model` reads
 # (its doc-stride windows: `doc_stride`, `max_query_length`).
 ANSWER_SETTINGS = ("doc_stride", "max_query_length", "max_answer_length", "null_score_diff_threshold")
+# What an evaluation of a finished model_dir reads from its task.json unless given (`SquadTask`'s recorded_settings).
+RECORDED_SETTINGS = ("version_2_with_negative", *ANSWER_SETTINGS)
 
 
 class SquadTask(Task):
@@ -31,6 +33,9 @@ class SquadTask(Task):
         n_best_size: start and end candidates per window.
         max_answer_length: longest answer, in pieces.
         null_score_diff_threshold: SQuAD 2.0: answer "" when the null score beats the best span by more.
+        recorded_settings: names of the settings above (`RECORDED_SETTINGS`) the user left unset: evaluating a
+            finished model_dir (`--do_train=false`) takes them from its task.json, as trained or last recorded,
+            not the defaults (which would also overwrite the record the export reads).
     """
 
     kind = model_dirs.SQUAD
@@ -39,7 +44,11 @@ class SquadTask(Task):
 
     def __init__(self, train_file=None, predict_file=None, tfds_name=None, tfds_data_dir=None,
                  version_2_with_negative=False, doc_stride=128, max_query_length=64, n_best_size=20,
-                 max_answer_length=30, null_score_diff_threshold=0.0):
+                 max_answer_length=30, null_score_diff_threshold=0.0, recorded_settings=()):
+        unknown = set(recorded_settings) - set(RECORDED_SETTINGS)
+        if unknown:
+            raise ValueError(f"recorded_settings: {sorted(unknown)} are not among {RECORDED_SETTINGS}")
+        self.recorded_settings = tuple(recorded_settings)
         self.train_file, self.predict_file = train_file, predict_file
         self.tfds_name, self.tfds_data_dir = tfds_name, tfds_data_dir
         self.version_2_with_negative = version_2_with_negative
@@ -56,6 +65,11 @@ class SquadTask(Task):
                    null_score_diff_threshold=info.get("null_score_diff_threshold", 0.0))
 
     def validate(self, config):
+        if not config.do_train and model_dirs.is_model_dir(config.model_dir):
+            info = model_dirs.read_task_info(config.model_dir)
+            for name in self.recorded_settings:
+                if name in info:
+                    setattr(self, name, info[name])
         if config.do_train and not (self.train_file or self.tfds_name):
             raise ValueError("training needs --train_file or --tfds_name (or pass --do_train=false)")
         if not config.do_train and not (self.predict_file or self.tfds_name):

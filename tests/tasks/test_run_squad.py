@@ -1,5 +1,5 @@
 """tasks.run_squad end to end through the CLI with a tiny model on a few articles of the real SQuAD dev files. Its
-five command lines run as children of one process (`forked_commands`): TensorFlow is imported once."""
+six command lines run as children of one process (`forked_commands`): TensorFlow is imported once."""
 
 import json
 
@@ -28,8 +28,9 @@ def _args(*args):
 
 @pytest.fixture(scope="module")
 def runs(shared_data, tiny_checkpoint, tmp_path_factory):
-    """The five command lines: (root, {name: CompletedProcess}): "v1" (its train file with one mismatched answer),
-    "v2 refused" (v2 data without --version_2_with_negative), "v2", and "missing 0", "missing 1" (`MISSING_DATA`)."""
+    """The six command lines: (root, {name: CompletedProcess}): "v1" (its train file with one mismatched answer),
+    "v2 refused" (v2 data without --version_2_with_negative), "v2", "missing 0", "missing 1" (`MISSING_DATA`), and
+    "v2 again" (the "v2" model_dir evaluated with --do_train=false and no settings flags)."""
     root = tmp_path_factory.mktemp("squad_runs")
     v1, v2 = root / "v1", root / "v2"
     v1.mkdir()
@@ -52,7 +53,12 @@ def runs(shared_data, tiny_checkpoint, tmp_path_factory):
                    for i, (flags, _) in enumerate(MISSING_DATA)}}
     out = root / "out"
     out.mkdir()
-    results = run_forked([("tasks.run_squad", _args(*args)) for args in commands.values()], out)
+    lines = [("tasks.run_squad", _args(*args)) for args in commands.values()]
+    # The v2 model_dir evaluated again as a user would, naming none of its settings (after "v2" has trained it).
+    commands["v2 again"] = None
+    lines.append(("tasks.run_squad", [f"--model_dir={v2 / 'squad2'}", "--do_train=false", "--eval_batch_size=128",
+                                      f"--predict_file={v2 / 'dev.json'}", f"--output_dir={v2 / 'again'}"]))
+    results = run_forked(lines, out)
     return root, dict(zip(commands, results))
 
 
@@ -116,6 +122,21 @@ def test_v2_writes_null_odds_and_no_answer_figures(runs):
     assert results["HasAns_total"] + results["NoAns_total"] == results["total"] == 70
     for key in ("exact", "f1", "HasAns_f1", "NoAns_exact", "best_f1", "best_f1_thresh"):
         assert key in results
+
+
+def test_an_evaluation_without_settings_flags_uses_the_model_dirs_own(runs):
+    # SQuAD 2.0, seq 64, stride 32, query 24, threshold 0.5 come from the model_dir, not the flags' defaults (v1.1,
+    # 384, 128, 64, 0.0), and its task.json, which the export reads, keeps them.
+    root, processes = runs
+    model_dir = root / "v2" / "squad2"
+    recorded = json.loads((model_dir / "task.json").read_text())
+    again = processes["v2 again"]
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads((model_dir / "task.json").read_text()) == recorded
+    assert (recorded["max_seq_length"], recorded["doc_stride"], recorded["max_query_length"]) == (64, 32, 24)
+    assert recorded["version_2_with_negative"] and recorded["null_score_diff_threshold"] == 0.5
+    [predictions] = (root / "v2" / "again").rglob("predictions.json")
+    assert json.loads(predictions.read_text()) == json.loads((model_dir / "predictions.json").read_text())
 
 
 @pytest.mark.parametrize("index", range(len(MISSING_DATA)))
