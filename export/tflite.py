@@ -9,7 +9,8 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
 
 - `--signature=serving_default` converts the module's TFLite form of it (`tflite_serving_default`): the
   same outputs, except that the tagger gives byte offsets only (no `entity_text`, no character offsets:
-  TFLite has no string-slicing ops). String outputs (`label`, `word_labels`, `entity_type`) work.
+  TFLite has no string-slicing ops). String outputs (`label`, `word_labels`, `entity_type`) work. Like the
+  SavedModel, it runs the model at the request's longest text (window): LiteRT resizes the tensors at each call.
 - `--signature=serve_tokens` converts the token signature as it is. `serve_examples` cannot be converted
   (TFLite has no `ParseExampleV2`).
 - A RoBERTa export (byte-level BPE in the graph) converts only `serve_tokens`: its tokenizer needs string ops
