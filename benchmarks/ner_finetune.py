@@ -32,7 +32,7 @@ from benchmarks.finetune_flags import SHARED_DATA, add_finetune_flags, check_fin
 from benchmarks.our_cli import run_our_cli
 from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
-from benchmarks.seeds import over_seeds, print_over_seeds
+from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
 from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
 METRICS = ("precision", "recall", "f1")  # test entity scores, as fractions
@@ -147,11 +147,8 @@ def run_seed(args, work):
           f"seq 128, {'bf16' if args.mixed_precision else 'fp32'}, train sentences {len(train)}, "
           f"test sentences {len(test)} (peer lost words in {theirs['truncated_sentences']}); "
           f"{describe_start(args)}")
-    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in METRICS:
-        print(f"{'test entity ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
-    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
-    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+    print_seed_table([("test entity " + key, ours[key], theirs[key]) for key in METRICS], (ours_rate, their_rate),
+                     (ours_seconds, their_seconds))
 
 
 def main():

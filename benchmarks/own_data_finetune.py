@@ -27,7 +27,7 @@ from benchmarks.finetune_flags import SHARED_DATA, add_finetune_flags, check_fin
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, write_results
-from benchmarks.seeds import over_seeds, print_over_seeds
+from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
 from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
 CHECKPOINTS = {"model_dirs": ("ours",), "weights": ("ours", "start")}
@@ -130,11 +130,8 @@ def run_seed(args, work):
     print(f"\nCoNLL-2003 entity types, multi-label ({', '.join(names)}): all-MiniLM-L6-v2, {args.epochs:g} epoch(s), "
           f"lr {args.learning_rate:g}, batch 32, seq 128, {'bf16' if args.mixed_precision else 'fp32'}, "
           f"train sentences {len(splits['train'][0])}, dev sentences {len(splits['dev'][0])}; {describe_start(args)}")
-    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in METRICS:
-        print(f"{'dev ' + key:28s}{ours[key]:18.4f}{theirs[key]:14.4f}{ours[key] - theirs[key]:+12.4f}")
-    print(f"{'train examples/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
-    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+    print_seed_table([("dev " + key, ours[key], theirs[key]) for key in METRICS], (ours_rate, their_rate),
+                     (ours_seconds, their_seconds))
 
 
 def main():

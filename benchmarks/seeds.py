@@ -106,3 +106,22 @@ def print_over_seeds(results, keys, scale=1.0):
     rates = [(r["ours_examples_per_second"], r["theirs_examples_per_second"]) for _, r in results]
     print(f"{'train examples/s':20s}{np.mean([a for a, _ in rates]):16.1f}{np.mean([b for _, b in rates]):16.1f}"
           f"{np.mean([a / b for a, b in rates]):15.2f}x  (mean of the seeds; `benchmarks.run` measures speed)")
+
+
+def print_seed_table(rows, rates, seconds, unit="examples", digits=4):
+    """One seed's comparison: each metric on both sides and ours - HF, then both sides' steady training rate with
+    its ratio, and their training wall seconds.
+
+    Args:
+        rows: `(label, ours, theirs)` per metric.
+        rates: `(ours, theirs)` steady training `unit`s per second.
+        seconds: `(ours, theirs)` training wall seconds.
+        unit: what the rate counts ("examples", "windows").
+        digits: the metrics' decimals.
+    """
+    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
+    for label, ours, theirs in rows:
+        print(f"{label:28s}{ours:18.{digits}f}{theirs:14.{digits}f}{ours - theirs:+12.{digits}f}")
+    print(f"{f'train {unit}/s (steady)':28s}{rates[0]:18.1f}{rates[1]:14.1f}{rates[0] / rates[1]:11.2f}x")
+    print(f"{'train wall seconds':28s}{seconds[0]:18.1f}{seconds[1]:14.1f}")
+

@@ -51,7 +51,7 @@ from benchmarks.finetune_flags import SHARED_DATA, add_finetune_flags, check_fin
 from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, read_json, write_results
-from benchmarks.seeds import over_seeds, print_over_seeds
+from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
 from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
 
 DATA_FILES = {"1.1": os.path.join("squad", "v1.1", "dev-v1.1.json"),
@@ -209,12 +209,8 @@ def run_seed(args, work):
           f"{num_articles - eval_articles} articles train, {eval_articles} evaluate ({theirs['total']} questions"
           f"{', train questions limited' if args.max_train_examples else ''}; "
           f"{describe_start(args)})")
-    print(f"{'':28s}{'ours (TF/Keras)':>18s}{'HF PyTorch':>14s}{'ours - HF':>12s}")
-    for key in metric_keys(args.version):
-        if key in ours and key in theirs:
-            print(f"{key:28s}{ours[key]:18.2f}{theirs[key]:14.2f}{ours[key] - theirs[key]:+12.2f}")
-    print(f"{'train windows/s (steady)':28s}{ours_rate:18.1f}{their_rate:14.1f}{ours_rate / their_rate:11.2f}x")
-    print(f"{'train wall seconds':28s}{ours_seconds:18.1f}{their_seconds:14.1f}")
+    rows = [(key, ours[key], theirs[key]) for key in metric_keys(args.version) if key in ours and key in theirs]
+    print_seed_table(rows, (ours_rate, their_rate), (ours_seconds, their_seconds), unit="windows", digits=2)
 
 
 def main():

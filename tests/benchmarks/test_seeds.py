@@ -71,3 +71,13 @@ def test_one_seed_runs_in_the_work_directory_and_prints_no_summary(tmp_path, cap
     assert calls == [(42, str(tmp_path))] and results[0][1]["ours"] == {"f1": 0.42}
     print_over_seeds(results, ["f1"])
     assert capsys.readouterr().out == ""
+
+
+def test_a_seeds_table_has_each_metric_its_difference_and_the_rates(capsys):
+    from benchmarks.seeds import print_seed_table
+
+    print_seed_table([("dev f1", 0.5, 0.25)], (30.0, 20.0), (10.0, 12.5), unit="windows", digits=2)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["dev", "f1", "0.50", "0.25", "+0.25"]
+    assert lines[2].split() == ["train", "windows/s", "(steady)", "30.0", "20.0", "1.50x"]
+    assert lines[3].split() == ["train", "wall", "seconds", "10.0", "12.5"]
