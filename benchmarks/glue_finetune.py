@@ -27,7 +27,7 @@ from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import write_results
 from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
-from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
+from benchmarks.start_checkpoint import describe_start, seed_start
 
 # The checkpoints a seed's run writes, deleted once it has results (`over_seeds`): our model_dir's checkpoints and
 # weights, and the start checkpoint's weights.
@@ -105,11 +105,7 @@ def run_seed(args, work):
     model_dir = os.path.join(work, "ours")
     if os.path.exists(model_dir):
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
-    checkpoint = args.checkpoint
-    if args.same_start:
-        checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                            "BertForSequenceClassification", dropout=args.dropout,
-                                            num_labels=glue_task.num_classes)
+    checkpoint = seed_start(args, work, "BertForSequenceClassification", num_labels=glue_task.num_classes)
 
     ours, ours_rate, ours_seconds = run_ours(task, task_dir, checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(task, task_dir, checkpoint, args)

@@ -33,7 +33,7 @@ from benchmarks.our_cli import run_our_cli
 from benchmarks.resumable import write_results
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
-from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
+from benchmarks.start_checkpoint import describe_start, seed_start
 
 METRICS = ("precision", "recall", "f1")  # test entity scores, as fractions
 # The checkpoints a seed's run writes, deleted once it has results (`over_seeds`): our model_dir's checkpoints and
@@ -131,13 +131,9 @@ def run_seed(args, work):
     model_dir = os.path.join(work, "ours")
     if os.path.exists(model_dir):
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
-    checkpoint = args.checkpoint
-    if args.same_start:
-        from official_bert.data.conll import label_names
+    from official_bert.data.conll import label_names
 
-        checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                            "BertForTokenClassification", dropout=args.dropout,
-                                            num_labels=len(label_names(train.tags)))
+    checkpoint = seed_start(args, work, "BertForTokenClassification", num_labels=len(label_names(train.tags)))
 
     ours, ours_rate, ours_seconds = run_ours(task_dir, checkpoint, model_dir, args)
     theirs, their_rate, their_seconds = run_pytorch(train, test, checkpoint, args)

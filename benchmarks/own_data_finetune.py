@@ -28,7 +28,7 @@ from benchmarks.our_cli import run_our_cli
 from benchmarks.pytorch_loop import train_pytorch
 from benchmarks.resumable import check_same_flags, write_results
 from benchmarks.seeds import over_seeds, print_over_seeds, print_seed_table
-from benchmarks.start_checkpoint import describe_start, write_start_checkpoint
+from benchmarks.start_checkpoint import describe_start, seed_start
 
 CHECKPOINTS = {"model_dirs": ("ours",), "weights": ("ours", "start")}
 METRICS = ("micro_f1", "macro_f1")
@@ -111,11 +111,7 @@ def run_seed(args, work):
     model_dir = os.path.join(work, "ours")
     if os.path.exists(model_dir):
         raise FileExistsError(f"{model_dir} exists; pass a fresh --out")
-    checkpoint = args.checkpoint
-    if args.same_start:
-        checkpoint = write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"),
-                                            "BertForSequenceClassification", dropout=args.dropout,
-                                            num_labels=len(names))
+    checkpoint = seed_start(args, work, "BertForSequenceClassification", num_labels=len(names))
 
     flags = [f"--train_file={paths['train']}", f"--eval_file={paths['dev']}", "--multi_label",
              f"--init_checkpoint={checkpoint}"]

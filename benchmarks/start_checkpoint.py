@@ -45,6 +45,21 @@ def write_start_checkpoint(checkpoint, seed, directory, model_class, dropout=Non
     return directory
 
 
+def seed_start(args, work, model_class, **model_kwargs):
+    """The checkpoint one seed's run starts from: with `--same_start`, `write_start_checkpoint` into `<work>/start`
+    (a head drawn under `args.seed`, `args.dropout` written in); else `args.checkpoint` itself.
+
+    Args:
+        args: the benchmark's flags (`checkpoint`, `seed`, `same_start`, `dropout`).
+        work: the seed's work directory.
+        model_class, **model_kwargs: as `write_start_checkpoint`'s.
+    """
+    if not args.same_start:
+        return args.checkpoint
+    return write_start_checkpoint(args.checkpoint, args.seed, os.path.join(work, "start"), model_class,
+                                  dropout=args.dropout, **model_kwargs)
+
+
 def add_same_start_flag(parser, head):
     """Adds `--same_start` (default on; `--no-same_start` lets each side draw its own `head`)."""
     parser.add_argument("--same_start", action=argparse.BooleanOptionalAction, default=True,

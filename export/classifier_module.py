@@ -6,8 +6,8 @@ import os
 import tensorflow as tf
 
 from export.request_length import RequestLengthModel
-from official_bert.data.padding import trim_inputs
 from export.serving_module import ServingModule, with_labels_file
+from official_bert.data.padding import trim_inputs
 
 
 class ClassifierModule(ServingModule):
@@ -83,8 +83,7 @@ class ClassifierModule(ServingModule):
 
     def tflite_answer_text(self, texts):
         packed, truncated = self.preprocessor.pack(texts)  # (batch, seq_length) each
-        inputs, _ = trim_inputs(packed)  # (batch, longest) each
-        return {**self._answer(self.model(inputs, training=False)), "truncated": truncated}
+        return {**self.answer_tokens(trim_inputs(packed)[0]), "truncated": truncated}  # at (batch, longest)
 
     def answer_tokens(self, inputs):
         return self._answer(self.model(inputs, training=False))

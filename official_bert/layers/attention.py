@@ -148,4 +148,3 @@ def _over_heads_and_queries(mask):
     """(batch, keys) -> (batch, 1, 1, keys). ExpandDims, not `mask[:, None, None, :]`: TFLite has no kernel for that
     StridedSlice when the length is known only at run time (the LiteRT export runs each request at its own length)."""
     return ops.expand_dims(ops.expand_dims(mask, 1), 1)
-
