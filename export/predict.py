@@ -5,6 +5,7 @@
     python -m export.predict --export_dir=out/export/squad "Who flew?" "Peter Blackburn flew to Brussels."
     python -m export.predict --export_dir=out/export/pretraining "The cat sat on the [MASK]."
     python -m export.predict --export_dir=out/export/swag "A drum line" "passes by." "turns the corner." "sings."
+    python -m export.predict --export_dir=out/export/motions --features_file=new_walks.npz
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
 texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`; multiple
@@ -12,7 +13,9 @@ choice: `context`, then every choice, where a question without a context sends t
 holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
 value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
 names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
-Only tensorflow and tensorflow_text are imported to run the model.
+An export of sequences of feature vectors (`tasks.run_time_series_classifier`) takes no text: `--features_file`
+names a `.npz` file in the training format (`features` (N, time, channels), optional `lengths`; labels are
+ignored), and one JSON line is printed per sequence, in the file's order.
 """
 
 import json
@@ -93,6 +96,9 @@ def predict(export_dir, texts, output_names=None):
 
     model = load(resolve_version_dir(export_dir))
     signature = model.signatures["serving_default"]
+    if "features" in signature.structured_input_signature[1]:
+        raise ValueError(f"{export_dir}: serving_default takes feature sequences, not texts; pass --features_file "
+                         f"(predict_features)")
     # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
     specs = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]
     order = [spec.name for spec in specs]
@@ -108,30 +114,81 @@ def predict(export_dir, texts, output_names=None):
     outputs = signature(**feeds)
     if output_names is None:
         output_names = [name for name, value in outputs.items() if _default_output(name, value)]
+    _check_output_names(outputs, output_names)
+    return {name: _jsonable(outputs[name].numpy()[0]) for name in sorted(output_names)}
+
+
+def _check_output_names(outputs, output_names):
     unknown = set(output_names) - set(outputs)
     if unknown:
         raise ValueError(f"no output(s) {sorted(unknown)}; the signature has {sorted(outputs)}")
-    return {name: _jsonable(outputs[name].numpy()[0]) for name in sorted(output_names)}
+
+
+def predict_features(export_dir, features_file, output_names=None, batch_size=64):
+    """Runs `serving_default` of an export of feature sequences on every sequence of a `.npz` file.
+
+    Args:
+        export_dir: a version directory or the base directory.
+        features_file: a `.npz` file as `tasks.run_time_series_classifier` reads (`features` (N, time, channels),
+            optional `lengths` (N)); labels, if any, are ignored.
+        output_names: outputs to return; None: `label`, `label_id` and `probabilities`.
+        batch_size: sequences a call.
+
+    Returns:
+        one dict output name -> JSON-ready value per sequence, in the file's order.
+    """
+    import tensorflow as tf
+
+    from official_bert.data.time_series import read_time_series
+
+    model = load(resolve_version_dir(export_dir))
+    signature = model.signatures["serving_default"]
+    specs = signature.structured_input_signature[1]
+    if "features" not in specs:
+        raise ValueError(f"{export_dir}: serving_default takes {sorted(specs)}, not feature sequences; pass texts")
+    examples = read_time_series(features_file)
+    channels = specs["features"].shape[-1]
+    if examples.channels != channels:
+        raise ValueError(f"{features_file}: field 'features' has {examples.channels} channels; the model takes "
+                         f"{channels}")
+    output_names = ["label", "label_id", "probabilities"] if output_names is None else output_names
+    answers = []
+    for start in range(0, len(examples), batch_size):
+        outputs = signature(features=tf.constant(examples.features[start:start + batch_size], tf.float32),
+                            lengths=tf.constant(examples.lengths[start:start + batch_size], tf.int32))
+        _check_output_names(outputs, output_names)
+        values = {name: outputs[name].numpy() for name in sorted(output_names)}
+        answers.extend({name: _jsonable(value[i]) for name, value in values.items()}
+                       for i in range(len(next(iter(values.values())))))
+    return answers
 
 
 def main(argv):
     if not flags.FLAGS.export_dir:
         raise app.UsageError("--export_dir is required")
+    if flags.FLAGS.features_file and len(argv) > 1:
+        raise app.UsageError("pass texts or --features_file, not both")
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
     texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
     names = flags.FLAGS.outputs.split(",") if flags.FLAGS.outputs else None
     try:
-        answer = predict(flags.FLAGS.export_dir, texts, names)
+        if flags.FLAGS.features_file:
+            answers = predict_features(flags.FLAGS.export_dir, flags.FLAGS.features_file, names)
+        else:
+            answers = [predict(flags.FLAGS.export_dir, texts, names)]
     except (ValueError, FileNotFoundError) as e:
         raise app.UsageError(str(e))
-    json.dump(answer, sys.stdout, ensure_ascii=False)
-    sys.stdout.write("\n")
+    for answer in answers:
+        json.dump(answer, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
 
 
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
     flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
+    flags.DEFINE_string("features_file", None, "An export of feature sequences: a .npz file of sequences to "
+                        "classify (features, optional lengths); one JSON line per sequence.")
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")
     run_main(main)

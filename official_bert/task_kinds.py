@@ -118,7 +118,8 @@ def _time_series_args(info):
 
 
 def _feature_encoder_args(info):
-    return {name: info[name] for name in ("input_channels", "norm_first", "key_keep_prob") if name in info}
+    return {name: info[name] for name in ("input_channels", "norm_first", "key_keep_prob", "init_scheme")
+            if name in info}
 
 
 def text_features(is_pair):

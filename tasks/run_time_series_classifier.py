@@ -40,6 +40,9 @@ flags.DEFINE_float("key_keep_prob", 0.8, "In training, the probability that a ti
                    "classification position always does).")
 flags.DEFINE_float("hidden_dropout", 0.1, "Dropout on the embeddings, residual branches and attention.")
 flags.DEFINE_float("classifier_dropout", 0.8, "Dropout before the dense head.")
+flags.DEFINE_enum("init_scheme", "fan_in", ["fan_in", "bert"], "How the dense weights are drawn: fan_in: "
+                  "PyTorch's defaults (uniform in +-1/sqrt(fan_in)), which train this small encoder from scratch "
+                  "better; bert: truncated normal with stddev 0.02, BERT's.")
 flags.DEFINE_integer("max_time", None, "The longest sequence the model takes; default: the training file's time "
                      "axis.")
 common.define_run_flags(skip=("init_checkpoint", "vocab_file", "do_lower_case", "max_seq_length",
@@ -57,7 +60,7 @@ def main(argv):
     task = TimeSeriesClassificationTask(
         FLAGS.train_file, FLAGS.eval_file, FLAGS.test_file, FLAGS.standardize, FLAGS.hidden_size, FLAGS.num_layers,
         FLAGS.num_heads, FLAGS.intermediate_size, FLAGS.norm_first, FLAGS.key_keep_prob, FLAGS.hidden_dropout,
-        FLAGS.classifier_dropout, FLAGS.max_time)
+        FLAGS.classifier_dropout, FLAGS.max_time, FLAGS.init_scheme)
     config = common.run_config()
     run(task, dataclasses.replace(config, max_seq_length=task.sequence_length(config)))
 

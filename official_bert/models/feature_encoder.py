@@ -7,6 +7,40 @@ from official_bert.layers.feature_embeddings import FeatureEmbeddings, KeyKeepMa
 from official_bert.models.encoder import transformer_block
 
 FEATURE_INPUTS = ("input_features", "input_mask")
+# How a new encoder's dense weights are drawn: "bert": truncated normal at the config's `initializer_range`, zero
+# biases (BERT's); "fan_in": PyTorch's defaults for `nn.Linear` and `nn.TransformerEncoderLayer` (kernels and
+# biases uniform in +-1/sqrt(fan_in); the attention's query, key and value kernels Xavier-uniform over their
+# concatenation and its biases zero), which train a small encoder from scratch better (docs/time-series.md).
+INIT_SCHEMES = ("bert", "fan_in")
+
+
+def fan_in_uniform(fan_in):
+    """PyTorch's default `nn.Linear` initializer of a layer with `fan_in` inputs: uniform in +-1/sqrt(fan_in), for
+    its kernel and its bias."""
+    bound = fan_in ** -0.5
+    return keras.initializers.RandomUniform(-bound, bound)
+
+
+def _draw(variable, initializer):
+    variable.assign(initializer(variable.shape, dtype=variable.dtype))
+
+
+def _fan_in_initialize(embeddings, blocks, hidden_size, intermediate_size):
+    """Draws the projection's and the blocks' dense weights again under the "fan_in" scheme."""
+    if embeddings.projection is not None:
+        for variable in (embeddings.projection.kernel, embeddings.projection.bias):
+            _draw(variable, fan_in_uniform(embeddings.input_channels))
+    # Xavier-uniform over the (3 * hidden, hidden) in-projection of nn.MultiheadAttention: +-sqrt(6 / (4 * hidden)).
+    in_projection = keras.initializers.RandomUniform(-(1.5 / hidden_size) ** 0.5, (1.5 / hidden_size) ** 0.5)
+    for block in blocks:
+        attention = block.attention
+        for layer in (attention.query, attention.key, attention.value):
+            _draw(layer.kernel, in_projection)  # (its biases stay zero, as PyTorch's)
+        _draw(attention.output_dense.kernel, fan_in_uniform(hidden_size))
+        for variable in (block.intermediate.kernel, block.intermediate.bias):
+            _draw(variable, fan_in_uniform(hidden_size))
+        for variable in (block.output_dense.kernel, block.output_dense.bias):
+            _draw(variable, fan_in_uniform(intermediate_size))
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -37,6 +71,9 @@ class BertFeatureEncoder(keras.Model):
         key_keep_prob: in (0, 1]: the share of time steps kept as attention keys in training.
         fused_attention: see `BertEncoder`.
         fused_training_kernels: see `BertEncoder`.
+        init_scheme: how the dense weights of a new encoder are drawn, one of `INIT_SCHEMES` ("bert": truncated
+            normal at `config.initializer_range`; "fan_in": PyTorch's defaults). The classification vector and
+            the position table are N(0, initializer_range) in both.
 
     Examples:
     ```python
@@ -48,9 +85,11 @@ class BertFeatureEncoder(keras.Model):
     """
 
     def __init__(self, config, input_channels=None, norm_first=False, key_keep_prob=1.0, fused_attention=False,
-                 fused_training_kernels=True, **kwargs):
+                 fused_training_kernels=True, init_scheme="bert", **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
+        if init_scheme not in INIT_SCHEMES:
+            raise ValueError(f"init_scheme must be one of {INIT_SCHEMES}, got {init_scheme!r}")
         input_channels = config.hidden_size if input_channels is None else int(input_channels)
         inputs = {"input_features": keras.Input(shape=(None, input_channels), dtype="float32",
                                                 name="input_features"),
@@ -79,6 +118,8 @@ class BertFeatureEncoder(keras.Model):
         outputs = {"sequence_output": hidden_states, "pooled_output": hidden_states[:, 0, :],  # (batch, hidden)
                    "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        if init_scheme == "fan_in":
+            _fan_in_initialize(embeddings, blocks, config.hidden_size, config.intermediate_size)
 
         self.config = config
         self.input_channels = input_channels
@@ -86,6 +127,7 @@ class BertFeatureEncoder(keras.Model):
         self.key_keep_prob = float(key_keep_prob)
         self.fused_attention = bool(fused_attention)
         self.fused_training_kernels = bool(fused_training_kernels)
+        self.init_scheme = init_scheme
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.final_layer_norm = final_layer_norm
@@ -93,7 +135,7 @@ class BertFeatureEncoder(keras.Model):
     def get_config(self):
         return {"config": self.config.to_dict(), "input_channels": self.input_channels, "norm_first": self.norm_first,
                 "key_keep_prob": self.key_keep_prob, "fused_attention": self.fused_attention,
-                "fused_training_kernels": self.fused_training_kernels, "name": self.name, "trainable": self.trainable}
+                "fused_training_kernels": self.fused_training_kernels, "init_scheme": self.init_scheme, "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

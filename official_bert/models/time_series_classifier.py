@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from official_bert.models.feature_encoder import FEATURE_INPUTS
+from official_bert.models.feature_encoder import FEATURE_INPUTS, fan_in_uniform
 from official_bert.models.task_model import TaskModel
 
 
@@ -77,9 +77,13 @@ class BertTimeSeriesClassifier(TaskModel):
             features = standardization(features)
         pooled = encoder({"input_features": features, "input_mask": inputs["input_mask"]})["pooled_output"]
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        head = keras.layers.Dense(num_classes, dtype="float32", name="classifier",
-                                  kernel_initializer=keras.initializers.TruncatedNormal(
-                                      stddev=encoder.config.initializer_range))  # float32 logits
+        hidden_size = encoder.config.hidden_size
+        initializers = {"kernel_initializer": keras.initializers.TruncatedNormal(
+            stddev=encoder.config.initializer_range)}
+        if encoder.init_scheme == "fan_in":  # the encoder's scheme, as PyTorch's nn.Linear
+            initializers = {"kernel_initializer": fan_in_uniform(hidden_size),
+                            "bias_initializer": fan_in_uniform(hidden_size)}
+        head = keras.layers.Dense(num_classes, dtype="float32", name="classifier", **initializers)  # float32 logits
         logits = head(dropout(pooled))  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.encoder = encoder

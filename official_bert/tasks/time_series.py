@@ -16,7 +16,7 @@ logger = logging.getLogger(__name__)
 PREDICTIONS_FILE = "predictions.tsv"
 # task.json's fields of a time-series model_dir besides the common ones: the model's input, head and labels.
 MODEL_FIELDS = ("label_names", "input_channels", "norm_first", "key_keep_prob", "classifier_dropout", "standardize",
-                "feature_mean", "feature_scale")
+                "feature_mean", "feature_scale", "init_scheme")
 
 
 def head_specs(model):
@@ -45,6 +45,8 @@ class TimeSeriesClassificationTask(Task):
         hidden_dropout: dropout on the embeddings, the residual branches and the attention probabilities.
         classifier_dropout: dropout before the dense head.
         max_time: the longest sequence the model takes (its position table); default the training file's time axis.
+        init_scheme: how the new model's dense weights are drawn (`BertFeatureEncoder`'s `init_scheme`): "fan_in",
+            PyTorch's defaults, or "bert".
     """
 
     kind = TIME_SERIES
@@ -54,13 +56,14 @@ class TimeSeriesClassificationTask(Task):
 
     def __init__(self, train_file=None, eval_file=None, test_file=None, standardize=True, hidden_size=64,
                  num_layers=1, num_heads=8, intermediate_size=None, norm_first=True, key_keep_prob=0.8,
-                 hidden_dropout=0.1, classifier_dropout=0.8, max_time=None):
+                 hidden_dropout=0.1, classifier_dropout=0.8, max_time=None, init_scheme="fan_in"):
         self.files = {"train": train_file, "dev": eval_file, "test": test_file or eval_file}
         self.standardize = bool(standardize)
         self.shape = {"hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads,
                       "intermediate_size": intermediate_size or 4 * hidden_size, "hidden_dropout": hidden_dropout}
         self.norm_first, self.key_keep_prob = bool(norm_first), float(key_keep_prob)
         self.classifier_dropout, self.max_time = float(classifier_dropout), max_time
+        self.init_scheme = init_scheme
         self._splits, self._info, self._recorded = {}, None, None
 
     def validate(self, config):
@@ -130,7 +133,8 @@ class TimeSeriesClassificationTask(Task):
             train = self.read_split("train")
             info = {"label_names": training_label_names(train), "input_channels": train.channels,
                     "norm_first": self.norm_first, "key_keep_prob": self.key_keep_prob,
-                    "classifier_dropout": self.classifier_dropout, "standardize": self.standardize}
+                    "classifier_dropout": self.classifier_dropout, "standardize": self.standardize,
+                    "init_scheme": self.init_scheme}
             if self.standardize:
                 info["feature_mean"], info["feature_scale"] = channel_statistics(train)
             train_source = train.source

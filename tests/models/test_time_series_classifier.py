@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from official_bert import BertConfig, BertFeatureEncoder, BertTimeSeriesClassifier
-from benchmarks.time_series_torch import torch_reference
+from benchmarks.time_series_torch import TorchFeatureClassifier, torch_reference
 
 pytestmark = pytest.mark.slow
 
@@ -45,6 +45,26 @@ def test_logits_equal_pytorch_transformer_layers(norm_first, channels):
     np.testing.assert_allclose(ours, theirs, atol=1e-5)
 
 
+def test_the_fan_in_scheme_draws_each_weight_as_pytorchs_defaults_do():
+    keras.utils.set_random_seed(2)
+    config = BertConfig(vocab_size=1, hidden_size=64, num_hidden_layers=2, num_attention_heads=8,
+                        intermediate_size=256, max_position_embeddings=30, layer_norm_eps=1e-5)
+    encoder = BertFeatureEncoder(config, input_channels=12, norm_first=True, init_scheme="fan_in")
+    ours = dict(torch_reference(BertTimeSeriesClassifier(encoder, num_classes=9)).named_parameters())
+    torch.manual_seed(2)
+    theirs = dict(TorchFeatureClassifier(12, 64, 2, 8, 256, 30, 9, True, 1e-5).named_parameters())
+    assert sorted(ours) == sorted(theirs)
+    for name, reference in theirs.items():
+        mine, reference = ours[name].detach().numpy(), reference.detach().numpy()
+        if not reference.any() or (reference == 1).all():  # zero biases; LayerNorm gammas
+            np.testing.assert_array_equal(mine, reference, err_msg=name)
+        elif reference.size >= 256:  # (the smallest, the classifier's bias, is too few draws to compare)
+            assert 0.85 < mine.std() / reference.std() < 1.15, name
+            assert np.abs(mine).max() <= 1.02 * np.abs(reference).max(), name
+    with pytest.raises(ValueError, match="init_scheme must be one of"):
+        BertFeatureEncoder(config, input_channels=12, init_scheme="xavier")
+
+
 def test_padding_does_not_change_the_logits():
     model = _classifier()
     inputs = _batch(time=9)
@@ -78,10 +98,12 @@ def test_standardisation_is_part_of_the_model():
 
 
 def test_get_config_and_keras_file_round_trip(tmp_path):
-    encoder = BertFeatureEncoder(_config(), input_channels=6, norm_first=True, key_keep_prob=0.7)
+    encoder = BertFeatureEncoder(_config(), input_channels=6, norm_first=True, key_keep_prob=0.7,
+                                 init_scheme="fan_in")
     model = BertTimeSeriesClassifier(encoder, 5, dropout_rate=0.5, feature_mean=[0.0] * 6, feature_scale=[2.0] * 6)
     config = model.get_config()
     assert config["encoder"]["config"]["key_keep_prob"] == 0.7
+    assert config["encoder"]["config"]["init_scheme"] == "fan_in"
     assert config["encoder"]["config"]["norm_first"] is True
     assert (config["dropout_rate"], config["feature_scale"]) == (0.5, [2.0] * 6)
     path = str(tmp_path / "model.keras")
@@ -109,7 +131,7 @@ def test_logits_equal_pytorch_on_the_torch_backend():
         import numpy as np
         import torch
         from tests.models.test_time_series_classifier import _batch, _classifier
-        from benchmarks.time_series_torch import torch_reference
+        from benchmarks.time_series_torch import TorchFeatureClassifier, torch_reference
 
         diffs = []
         for norm_first in (True, False):

@@ -60,7 +60,11 @@ def runs(tmp_path_factory):
         "tflite_int8": [f"--saved_model_dir={root / 'export' / '1'}", f"--output={root / 'motions_int8.tflite'}",
                         "--quantize=dynamic_int8"],
         "export_int8": ["--model_dir=" + str(model_dir), f"--export_dir={root / 'export_int8'}", "--precision=int8"],
+        "query": [f"--export_dir={root / 'export'}", f"--features_file={unlabeled}"],
+        "query_text": [f"--export_dir={root / 'export'}", "a text"],
+        "query_other_channels": [f"--export_dir={root / 'export'}", f"--features_file={root / 'other.npz'}"],
     }
+    np.savez(root / "other.npz", features=np.zeros((2, 12, 4), np.float32))
     # A --deterministic run, unbroken; the same run SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
     for name in ("unbroken", "killed", "resumed"):
         run_dir = root / ("unbroken" if name == "unbroken" else "resumed")
@@ -68,7 +72,8 @@ def runs(tmp_path_factory):
                           "--num_heads=2", "--train_batch_size=8", "--num_train_steps=8", "--checkpoint_steps=1",
                           "--deterministic"]
     modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite",
-               "export_int8": "export.saved_model"}
+               "export_int8": "export.saved_model", "query": "export.predict", "query_text": "export.predict",
+               "query_other_channels": "export.predict"}
     kills = {"killed": (root / "resumed", 3)}
     results = run_forked([(modules.get(name, MODULE), args, *([kills[name]] if name in kills else []))
                           for name, args in commands.items()], root)
@@ -98,6 +103,7 @@ def test_train_evaluate_and_predict_agree_with_scikit_learn(runs):
     assert (info["kind"], info["label_names"], info["input_channels"], info["max_seq_length"]) == (
         "time_series", ["run", "sit", "walk"], 3, 13)
     assert len(info["feature_mean"]) == 3 and info["norm_first"] and info["key_keep_prob"] == 0.8
+    assert info["init_scheme"] == "fan_in"
     results_file = json.loads((model_dir / "eval_results.json").read_text())
     gold = [str(label) for label in np.load(root / "dev.npz")["labels"]]
     predicted, probabilities = _predictions(model_dir / "predictions" / "predictions.tsv")  # (the dev file)
@@ -186,6 +192,25 @@ def test_the_export_answers_in_tf_servings_session_loader_as_the_model_does(runs
         np.testing.assert_allclose(answer["logits"].numpy(), logits, atol=1e-5)
         np.testing.assert_array_equal(answer["label_id"].numpy(), label_id)
         assert [label.decode() for label in answer["label"].numpy()] == [["run", "sit", "walk"][k] for k in label_id]
+
+
+def test_export_predict_answers_each_sequence_of_a_features_file_as_the_run_predicts(runs):
+    results, root = runs
+    answers = [json.loads(line) for line in _ok(results["query"]).stdout.splitlines()]
+    labels, probabilities = _predictions(root / "predicted" / "predictions" / "predictions.tsv")  # (unlabeled.npz)
+    assert [answer["label"] for answer in answers] == labels
+    assert [answer["label_id"] for answer in answers] == [["run", "sit", "walk"].index(label) for label in labels]
+    np.testing.assert_allclose([answer["probabilities"] for answer in answers], probabilities, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,message", [
+    ("query_text", "serving_default takes feature sequences, not texts; pass --features_file"),
+    ("query_other_channels", r"other.npz: field 'features' has 4 channels; the model takes 3"),
+])
+def test_export_predict_refuses_what_the_export_cannot_take_in_one_line(runs, name, message):
+    result = runs[0][name]
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert re.search(message, result.stderr.strip().splitlines()[-1]), result.stderr[-1000:]
 
 
 def test_the_tflite_model_answers_as_the_saved_model(runs):
