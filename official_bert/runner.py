@@ -105,8 +105,8 @@ def run(task, config):
                          "reads")
     logger.info("Model %s: %d layers, hidden %d, %s; sequence length %d",
                 config.model_dir if settings.finished else task.model_source(config),
-                bert_config.num_hidden_layers, bert_config.hidden_size, "uncased" if lower_case else "cased",
-                config.max_seq_length)
+                bert_config.num_hidden_layers, bert_config.hidden_size,
+                "no vocabulary" if tokens is None else ("uncased" if lower_case else "cased"), config.max_seq_length)
     task.read_data(config, bert_config)  # every file it will read, before anything is written
 
     strategy, chief, out_dir = start_process(config)
