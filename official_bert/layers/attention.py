@@ -13,6 +13,7 @@ import math
 import keras
 from keras import ops
 
+from official_bert.layers.dropout import Dropout
 from official_bert.layers.matmul_dense import dense_2d
 from official_bert.layers.real_tokens import token_layout
 
@@ -63,7 +64,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.output_dense = keras.layers.EinsumDense(
             "abcd,cde->abe", output_shape=(None, hidden_size), bias_axes="e", kernel_initializer=init,
             name="output_dense")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_shape):
         for layer in (self.query, self.key, self.value):

@@ -6,6 +6,7 @@ from keras import ops
 
 from official_bert import keras_compat
 from official_bert.layers import fused_training_ops
+from official_bert.layers.dropout import Dropout
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -44,7 +45,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.positions_after_padding = positions_after_padding
         # LayerNorm kept in float32 under mixed precision.
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_shape=None):
         init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

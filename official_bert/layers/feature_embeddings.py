@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from official_bert.layers import fused_training_ops
+from official_bert.layers.dropout import Dropout, uniform
 
 
 class FeatureEmbeddings(keras.layers.Layer):
@@ -44,7 +45,7 @@ class FeatureEmbeddings(keras.layers.Layer):
         if self.normalize:  # float32 under mixed precision
             self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32",
                                                               name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_shape=None):
         if self.projection is not None:
@@ -113,7 +114,7 @@ class KeyKeepMask(keras.layers.Layer):
     def call(self, input_mask, training=None):
         mask = ops.cast(input_mask, "int32")  # (batch, time)
         if training and self.key_keep_prob < 1.0:
-            draws = keras.random.uniform(ops.shape(mask), seed=self.seed_generator)  # (batch, time)
+            draws = uniform(ops.shape(mask), self.seed_generator)  # (batch, time)
             mask = mask * ops.cast(draws < self.key_keep_prob, "int32")
         return ops.pad(mask, [[0, 0], [1, 0]], constant_values=1)  # (batch, 1 + time)
 

@@ -5,6 +5,7 @@ import keras
 from official_bert.layers import fused_training_ops
 from official_bert.layers.activations import get_activation, get_fusable_activation
 from official_bert.layers.attention import BertSelfAttention
+from official_bert.layers.dropout import Dropout
 from official_bert.layers.matmul_dense import dense_2d
 
 
@@ -53,13 +54,13 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = BertSelfAttention(hidden_size, num_heads, attention_probs_dropout_prob, initializer_range,
                                            num_kept_heads=self.num_kept_heads, fused_attention=fused_attention,
                                            name="attention")
-        self.attention_dropout = keras.layers.Dropout(hidden_dropout_prob, name="attention_dropout")
+        self.attention_dropout = Dropout(hidden_dropout_prob, name="attention_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
             intermediate_size, activation=get_activation(hidden_act), kernel_initializer=init, name="intermediate")
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output_dense")
-        self.output_dropout = keras.layers.Dropout(hidden_dropout_prob, name="output_dropout")
+        self.output_dropout = Dropout(hidden_dropout_prob, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
 

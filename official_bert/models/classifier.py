@@ -4,6 +4,7 @@ DistilBERT's heads add their dense layer on the first token."""
 import keras
 import numpy as np
 
+from official_bert.layers.dropout import Dropout
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -47,7 +48,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         def init():  # one initializer per layer: an unseeded Keras initializer repeats its values
             return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
-        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        dropout = Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(num_classes, kernel_initializer=init(), dtype="float32",
                                   name="classifier")  # float32 logits for a stable loss under mixed precision
         spec = config.family.classifier_pre_head  # RoBERTa's dense + tanh, DistilBERT's dense + relu, or None

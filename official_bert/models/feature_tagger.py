@@ -11,6 +11,7 @@ import keras
 from keras import ops
 
 from official_bert.labels import IGNORE_LABEL
+from official_bert.layers.dropout import Dropout
 
 COMBINES = ("concat", "sum", "mean")
 
@@ -67,11 +68,11 @@ class FeatureTagger(keras.Model):
         else:
             x = keras.layers.Lambda(lambda f: ops.mean(f, axis=2), name="mean")(features)
         mask = ops.cast(inputs["word_mask"], "bool")  # (batch, words)
-        x = keras.layers.Dropout(dropout_rate, name="feature_dropout")(x)
+        x = Dropout(dropout_rate, name="feature_dropout")(x)
         for i in range(lstm_layers):
             lstm = keras.layers.LSTM(lstm_units, return_sequences=True, name=f"lstm_{i}")
             x = keras.layers.Bidirectional(lstm, name=f"bilstm_{i}")(x, mask=mask)  # (batch, words, 2 * units)
-        x = keras.layers.Dropout(dropout_rate, name="classifier_dropout")(x)
+        x = Dropout(dropout_rate, name="classifier_dropout")(x)
         logits = keras.layers.Dense(num_labels, dtype="float32", name="classifier")(x)  # (batch, words, labels)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
         self.num_labels = num_labels

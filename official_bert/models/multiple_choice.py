@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from official_bert.layers.attention import MASKED_LOGIT
+from official_bert.layers.dropout import Dropout
 from official_bert.models.task_model import TaskModel
 
 
@@ -83,7 +84,7 @@ class BertMultipleChoice(TaskModel):
             pre_head = keras.layers.Dense(config.hidden_size, activation=spec.activation, kernel_initializer=init(),
                                           name=spec.layer_name)
             pooled = pre_head(pooled)  # (batch * choices, hidden)
-        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        dropout = Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(1, kernel_initializer=init(), dtype="float32",
                                   name="classifier")  # float32 logits for a stable loss under mixed precision
         scores = head(dropout(pooled))  # (batch * choices, 1)

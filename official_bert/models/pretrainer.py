@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from official_bert import keras_compat
+from official_bert.layers.dropout import Dropout
 from official_bert.layers.masked_lm_head import MaskedLMHead
 from official_bert.models.distribution import reducible_across_workers, tf_distribute
 
@@ -79,7 +80,7 @@ class BertPretrainer(keras.Model):
                 dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
             pooled = outputs["pooled_output"]  # (batch, hidden)
             if config.family.sentence_head_dropout:  # transformers' AlbertSOPHead: dropout, then the classifier
-                pooled = keras.layers.Dropout(config.head_dropout_prob, name="sentence_order_dropout")(pooled)
+                pooled = Dropout(config.head_dropout_prob, name="sentence_order_dropout")(pooled)
             model_outputs["nsp_logits"] = next_sentence(pooled)  # (batch, 2)
         super().__init__(inputs=inputs, outputs=model_outputs, **kwargs)
         self.encoder = encoder

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from official_bert.layers.dropout import Dropout
 from official_bert.models.feature_encoder import FEATURE_INPUTS, fan_in_uniform
 from official_bert.models.task_model import TaskModel
 
@@ -76,7 +77,7 @@ class BertTimeSeriesClassifier(TaskModel):
             standardization = FeatureStandardization(feature_mean, feature_scale, name="standardization")
             features = standardization(features)
         pooled = encoder({"input_features": features, "input_mask": inputs["input_mask"]})["pooled_output"]
-        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        dropout = Dropout(dropout_rate, name="classifier_dropout")
         hidden_size = encoder.config.hidden_size
         initializers = {"kernel_initializer": keras.initializers.TruncatedNormal(
             stddev=encoder.config.initializer_range)}

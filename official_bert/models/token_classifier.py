@@ -3,6 +3,7 @@
 import keras
 
 from official_bert.labels import IGNORE_LABEL
+from official_bert.layers.dropout import Dropout
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -46,7 +47,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         dropout_rate = config.head_dropout_prob if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
-        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        dropout = Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(
             num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
