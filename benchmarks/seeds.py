@@ -124,4 +124,3 @@ def print_seed_table(rows, rates, seconds, unit="examples", digits=4):
         print(f"{label:28s}{ours:18.{digits}f}{theirs:14.{digits}f}{ours - theirs:+12.{digits}f}")
     print(f"{f'train {unit}/s (steady)':28s}{rates[0]:18.1f}{rates[1]:14.1f}{rates[0] / rates[1]:11.2f}x")
     print(f"{'train wall seconds':28s}{seconds[0]:18.1f}{seconds[1]:14.1f}")
-

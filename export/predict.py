@@ -139,27 +139,27 @@ def predict_features(export_dir, features_file, output_names=None, batch_size=64
     """
     import tensorflow as tf
 
-    from official_bert.data.time_series import read_time_series
+    from official_bert.data.time_series import fit_to_model, read_time_series
 
     model = load(resolve_version_dir(export_dir))
     signature = model.signatures["serving_default"]
     specs = signature.structured_input_signature[1]
     if "features" not in specs:
         raise ValueError(f"{export_dir}: serving_default takes {sorted(specs)}, not feature sequences; pass texts")
+    # The TFLite twin's features spec fixes time at the model's longest sequence: (batch, max_time, channels).
+    _, max_time, channels = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0][0].shape
     examples = read_time_series(features_file)
-    channels = specs["features"].shape[-1]
-    if examples.channels != channels:
-        raise ValueError(f"{features_file}: field 'features' has {examples.channels} channels; the model takes "
-                         f"{channels}")
+    fit_to_model(examples, channels, max_time)
     output_names = ["label", "label_id", "probabilities"] if output_names is None else output_names
     answers = []
     for start in range(0, len(examples), batch_size):
-        outputs = signature(features=tf.constant(examples.features[start:start + batch_size], tf.float32),
-                            lengths=tf.constant(examples.lengths[start:start + batch_size], tf.int32))
+        batch = slice(start, start + batch_size)
+        outputs = signature(features=tf.constant(examples.features[batch], tf.float32),
+                            lengths=tf.constant(examples.lengths[batch], tf.int32))
         _check_output_names(outputs, output_names)
         values = {name: outputs[name].numpy() for name in sorted(output_names)}
         answers.extend({name: _jsonable(value[i]) for name, value in values.items()}
-                       for i in range(len(next(iter(values.values())))))
+                       for i in range(len(examples.lengths[batch])))
     return answers
 
 

@@ -157,6 +157,23 @@ def read_time_series(path) -> TimeSeriesExamples:
     return TimeSeriesExamples(features, lengths, labels, names, path)
 
 
+def fit_to_model(examples: TimeSeriesExamples, channels, max_time):
+    """Checks that a model of `channels` channels and up to `max_time` steps takes `examples`, and cuts their time
+    axis to `max_time` where only padding lies beyond it (in place).
+
+    Raises:
+        ValueError: another channel count, or a sequence longer than `max_time`; named with the file and field.
+    """
+    if examples.channels != channels:
+        raise ValueError(f"{examples.source}: field 'features' has {examples.channels} channels; the model takes "
+                         f"{channels}")
+    if examples.time > max_time and int(examples.lengths.max()) > max_time:
+        raise ValueError(f"{examples.source}: field 'lengths' reaches {int(examples.lengths.max())} steps; the "
+                         f"model takes up to {max_time} (--max_time)")
+    if examples.time > max_time:  # only padding beyond the model's steps
+        examples.features = examples.features[:, :max_time]
+
+
 def training_label_names(examples: TimeSeriesExamples) -> List[str]:
     """The classes of a training split: its `label_names`, else its distinct labels in order (numerically when
     every label is an integer)."""

@@ -135,7 +135,8 @@ class BertFeatureEncoder(keras.Model):
     def get_config(self):
         return {"config": self.config.to_dict(), "input_channels": self.input_channels, "norm_first": self.norm_first,
                 "key_keep_prob": self.key_keep_prob, "fused_attention": self.fused_attention,
-                "fused_training_kernels": self.fused_training_kernels, "init_scheme": self.init_scheme, "name": self.name, "trainable": self.trainable}
+                "fused_training_kernels": self.fused_training_kernels, "init_scheme": self.init_scheme,
+                "name": self.name, "trainable": self.trainable}
 
     @classmethod
     def from_config(cls, config):

@@ -124,7 +124,8 @@ class TimeSeriesClassificationTask(Task):
             max_position_embeddings=1 + (self.max_time or self.read_split("train").time), layer_norm_eps=1e-5)
 
     def read_data(self, config, bert_config):
-        from official_bert.data.time_series import channel_statistics, label_ids, training_label_names
+        from official_bert.data.time_series import (channel_statistics, fit_to_model, label_ids,
+                                                    training_label_names)
 
         if self._recorded is not None:
             info = {name: self._recorded[name] for name in MODEL_FIELDS if name in self._recorded}
@@ -144,20 +145,9 @@ class TimeSeriesClassificationTask(Task):
             if not needed:
                 continue
             examples = self.read_split(split)
-            self._check_shape(examples, bert_config.max_position_embeddings - 1)
+            fit_to_model(examples, info["input_channels"], bert_config.max_position_embeddings - 1)
             if split != "test" or examples.labels is not None:
                 self._labels[split] = label_ids(examples, info["label_names"], train_source)
-
-    def _check_shape(self, examples, max_time):
-        channels = self._info["input_channels"]
-        if examples.channels != channels:
-            raise ValueError(f"{examples.source}: field 'features' has {examples.channels} channels; the model takes "
-                             f"{channels}")
-        if examples.time > max_time and int(examples.lengths.max()) > max_time:
-            raise ValueError(f"{examples.source}: field 'lengths' reaches {int(examples.lengths.max())} steps; the "
-                             f"model takes up to {max_time} (--max_time)")
-        if examples.time > max_time:  # only padding beyond the model's steps
-            examples.features = examples.features[:, :max_time]
 
     def task_info(self):
         return dict(self._info)

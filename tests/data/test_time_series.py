@@ -4,7 +4,8 @@ channel statistics."""
 import numpy as np
 import pytest
 
-from official_bert.data.time_series import channel_statistics, label_ids, read_time_series, training_label_names
+from official_bert.data.time_series import (channel_statistics, fit_to_model, label_ids, read_time_series,
+                                            training_label_names)
 
 
 def _write(tmp_path, name="train.npz", **fields):
@@ -90,3 +91,14 @@ def test_channel_statistics_leave_out_padding(tmp_path):
                                                              lengths=np.array([3, 1]))))
     np.testing.assert_allclose(mean, [2.5, 5.0])
     np.testing.assert_allclose(scale, [np.std([1.0, 2.0, 3.0, 4.0]), 1.0])
+
+
+def test_fit_to_model_cuts_only_padding_and_names_what_does_not_fit(tmp_path):
+    features = np.ones((2, 6, 3), np.float32)
+    examples = read_time_series(_write(tmp_path, features=features, lengths=np.array([4, 2])))
+    fit_to_model(examples, channels=3, max_time=4)
+    assert examples.features.shape == (2, 4, 3)
+    with pytest.raises(ValueError, match=r"train.npz: field 'features' has 3 channels; the model takes 5"):
+        fit_to_model(examples, channels=5, max_time=4)
+    with pytest.raises(ValueError, match=r"train.npz: field 'lengths' reaches 4 steps; the model takes up to 3"):
+        fit_to_model(examples, channels=3, max_time=3)

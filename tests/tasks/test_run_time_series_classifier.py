@@ -63,8 +63,10 @@ def runs(tmp_path_factory):
         "query": [f"--export_dir={root / 'export'}", f"--features_file={unlabeled}"],
         "query_text": [f"--export_dir={root / 'export'}", "a text"],
         "query_other_channels": [f"--export_dir={root / 'export'}", f"--features_file={root / 'other.npz'}"],
+        "query_too_long": [f"--export_dir={root / 'export'}", f"--features_file={root / 'long.npz'}"],
     }
     np.savez(root / "other.npz", features=np.zeros((2, 12, 4), np.float32))
+    np.savez(root / "long.npz", features=np.ones((1, 20, 3), np.float32))
     # A --deterministic run, unbroken; the same run SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
     for name in ("unbroken", "killed", "resumed"):
         run_dir = root / ("unbroken" if name == "unbroken" else "resumed")
@@ -73,7 +75,7 @@ def runs(tmp_path_factory):
                           "--deterministic"]
     modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite",
                "export_int8": "export.saved_model", "query": "export.predict", "query_text": "export.predict",
-               "query_other_channels": "export.predict"}
+               "query_other_channels": "export.predict", "query_too_long": "export.predict"}
     kills = {"killed": (root / "resumed", 3)}
     results = run_forked([(modules.get(name, MODULE), args, *([kills[name]] if name in kills else []))
                           for name, args in commands.items()], root)
@@ -206,6 +208,7 @@ def test_export_predict_answers_each_sequence_of_a_features_file_as_the_run_pred
 @pytest.mark.parametrize("name,message", [
     ("query_text", "serving_default takes feature sequences, not texts; pass --features_file"),
     ("query_other_channels", r"other.npz: field 'features' has 4 channels; the model takes 3"),
+    ("query_too_long", r"long.npz: field 'lengths' reaches 20 steps; the model takes up to 12"),
 ])
 def test_export_predict_refuses_what_the_export_cannot_take_in_one_line(runs, name, message):
     result = runs[0][name]
