@@ -49,8 +49,9 @@ def set_mixed_precision(policy=None):
 class ThroughputLogger(keras.callbacks.Callback):
     """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
 
-    Also keeps the whole run's figures, the first step (tracing and XLA compilation) left out:
-    `steady_steps`, `steady_seconds`, `steady_examples_per_second`.
+    Also keeps the whole run's figures, the first call (tracing and XLA compilation) left out:
+    `steady_steps`, `steady_seconds`, `steady_examples_per_second`. A call may cover several steps (Keras'
+    `steps_per_execution`): each counts the steps since the previous one.
 
     Args:
         batch_size: global batch size.
@@ -64,6 +65,7 @@ class ThroughputLogger(keras.callbacks.Callback):
         self._window_start = None
         self._window_steps = 0
         self._run_start = None
+        self._last_batch = -1
         self.steady_steps = 0
         self.steady_seconds = 0.0
         self.examples_per_second = None
@@ -75,12 +77,13 @@ class ThroughputLogger(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         now = time.perf_counter()
+        steps, self._last_batch = batch - self._last_batch, batch
         if self._run_start is None:
-            self._run_start = now  # after the first (compiling) step
+            self._run_start = now  # after the first (compiling) call
         else:
-            self.steady_steps += 1
+            self.steady_steps += steps
             self.steady_seconds = now - self._run_start
-        self._window_steps += 1
+        self._window_steps += steps
         if self._window_steps >= self.every:
             self.examples_per_second = self._window_steps * self.batch_size / (now - self._window_start)
             self._window_start = None
@@ -106,51 +109,102 @@ class ProgressLog(keras.callbacks.Callback):
     def __init__(self, total_steps, first_step, throughput, every=20):
         super().__init__()
         self.total_steps = total_steps
-        self.step = first_step
+        self.first_step = first_step
         self.throughput = throughput
         self.every = every
         self._start = None
 
     def on_train_batch_end(self, batch, logs=None):
-        self.step += 1
+        step = self.first_step + batch + 1
         now = time.perf_counter()
         self._start = self._start or now
-        if self.step % self.every and self.step != self.total_steps:
+        if step % self.every and step != self.total_steps:
             return
         rate = self.throughput.examples_per_second
-        done_here = batch + 1
-        left = (now - self._start) / max(done_here - 1, 1) * (self.total_steps - self.step) if done_here > 1 else None
-        logger.info("step %d/%d loss %.4f%s%s", self.step, self.total_steps, (logs or {}).get("loss", float("nan")),
+        left = (now - self._start) / batch * (self.total_steps - step) if batch > 0 else None
+        logger.info("step %d/%d loss %.4f%s%s", step, self.total_steps, (logs or {}).get("loss", float("nan")),
                     f", {rate:.1f} examples/s" if rate else "", f", ~{left / 60:.1f} min left" if left else "")
 
 
-class StepCheckpoint(keras.callbacks.Callback):
-    """Writes a `tf.train.Checkpoint` every `every` steps and at the end of training.
+class StepSummaries(keras.callbacks.Callback):
+    """TensorBoard scalars in `<log_dir>/train` every `every` steps and at the last, at the run's global step (a
+    resumed run continues its curves): `batch_<name>` for each of the step's logs, and `learning_rate`.
+
+    The steps in between run no TensorFlow op. (Keras' TensorBoard callback with an integer `update_freq` runs
+    about five eager ops and flushes its writer after every step, and counts steps from 0 in each invocation.)
 
     Args:
-        manager: a `tf.train.CheckpointManager` over the model and optimizer.
-        optimizer: the optimizer, whose `iterations` is the global step.
-        every: steps between checkpoints.
+        log_dir: the TensorBoard directory.
+        first_step: the global step this invocation starts at; total_steps: steps of the whole run.
+        every: steps between points.
     """
 
-    def __init__(self, manager, optimizer, every):
+    def __init__(self, log_dir, first_step, total_steps, every=100):
         super().__init__()
-        self.manager = manager
-        self.optimizer = optimizer
+        self.log_dir = log_dir
+        self.first_step = first_step
+        self.total_steps = total_steps
         self.every = every
+        self._writer = None
 
-    def _step(self):
-        return int(self.optimizer.iterations.numpy())
+    def on_train_begin(self, logs=None):
+        self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._step()
-        if step % self.every == 0:
-            self.manager.save(checkpoint_number=step)
+        step = self.first_step + batch + 1
+        if step % self.every and step != self.total_steps:
+            return
+        scalars = {f"batch_{name}": value for name, value in (logs or {}).items() if _is_scalar(value)}
+        scalars["learning_rate"] = keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
+        with self._writer.as_default(step=step):
+            for name, value in scalars.items():
+                tf.summary.scalar(name, float(value))
+        self._writer.flush()
 
     def on_train_end(self, logs=None):
-        step = self._step()
-        if self.manager.latest_checkpoint is None or not self.manager.latest_checkpoint.endswith(f"-{step}"):
-            self.manager.save(checkpoint_number=step)
+        self._writer.close()
+
+
+def _is_scalar(value):
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class StepCheckpoint(keras.callbacks.Callback):
+    """Writes a `tf.train.Checkpoint` every `every` steps and at the end of training, numbered by the run's step.
+
+    Args:
+        manager: a `tf.train.CheckpointManager` over the model, the optimizer and `steps_done`.
+        steps_done: the checkpoint's int64 variable of steps run, which a resume skips (the optimizer's
+            `iterations` can be fewer: a float16 loss-scale optimizer does not count the steps it skips).
+        every: steps between checkpoints.
+        first_step: the step this invocation starts at.
+    """
+
+    def __init__(self, manager, steps_done, every, first_step):
+        super().__init__()
+        self.manager = manager
+        self.steps_done = steps_done
+        self.every = every
+        self.first_step = first_step
+        self.step = first_step
+
+    def _save(self):
+        self.steps_done.assign(self.step)
+        self.manager.save(checkpoint_number=self.step)
+
+    def on_train_batch_end(self, batch, logs=None):
+        previous, self.step = self.step, self.first_step + batch + 1
+        if self.step // self.every > previous // self.every:  # a multiple of `every` reached (in a call's steps)
+            self._save()
+
+    def on_train_end(self, logs=None):
+        latest = self.manager.latest_checkpoint
+        if latest is None or not latest.endswith(f"-{self.step}"):
+            self._save()
 
 
 class TrainingInterrupted(KeyboardInterrupt):
@@ -165,14 +219,13 @@ class StopOnInterrupt(keras.callbacks.Callback):
 
     Args:
         manager: the run's `tf.train.CheckpointManager` (for the message).
-        optimizer: the optimizer, whose `iterations` is the global step.
-        total_steps: steps of the whole run.
+        first_step: the step this invocation starts at; total_steps: steps of the whole run.
     """
 
-    def __init__(self, manager, optimizer, total_steps):
+    def __init__(self, manager, first_step, total_steps):
         super().__init__()
         self.manager = manager
-        self.optimizer = optimizer
+        self.first_step = first_step
         self.total_steps = total_steps
         self._interrupted = False
         self._previous_handler = None
@@ -199,7 +252,7 @@ class StopOnInterrupt(keras.callbacks.Callback):
         if not self._interrupted:
             return
         self.restore_handler()
-        step = int(self.optimizer.iterations.numpy())
+        step = self.first_step + batch + 1
         latest = self.manager.latest_checkpoint
         raise TrainingInterrupted(f"interrupted at step {step} of {self.total_steps}; last checkpoint: "
                                   f"{latest or 'none (the run starts over)'}; run the same command to resume")
@@ -250,9 +303,12 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         summary; written to `<model_dir>/train_results.json` too. None when the run was already complete.
     """
     optimizer = model.optimizer
+    steps_done = tf.Variable(0, dtype=tf.int64, trainable=False, name="steps_done")  # host-side, set when saving
     with model.distribute_strategy.scope():  # optimizer slots and restored values live on the strategy's devices
-        optimizer.build(model.trainable_variables)
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **_seed_states(model))
+        if not optimizer.built:  # a loss-scale optimizer built twice makes new scale variables
+            optimizer.build(model.trainable_variables)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, steps_done=steps_done,
+                                         **_seed_states(model))
         write_dir = write_dir or model_dir
         remove_dead_checkpoint_temps(os.path.join(write_dir, "checkpoints"))
         manager = tf.train.CheckpointManager(checkpoint, owned_files.claim(write_dir, "checkpoints"),
@@ -260,8 +316,10 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         latest = tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints"))
         if latest:
             checkpoint.restore(latest).assert_existing_objects_matched()
-            logger.info("Resumed from %s (step %d)", latest, int(optimizer.iterations.numpy()))
-    done = int(optimizer.iterations.numpy())
+    # Checkpoints written before `steps_done` existed hold only the optimizer's count.
+    done = int(steps_done.numpy()) or int(optimizer.iterations.numpy())
+    if latest:
+        logger.info("Resumed from %s (step %d)", latest, done)
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
@@ -269,9 +327,9 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     to_terminal = sys.stdout.isatty()
     if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
         callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]
-    stop_on_interrupt = StopOnInterrupt(manager, optimizer, total_steps)
-    all_callbacks = [throughput, StepCheckpoint(manager, optimizer, checkpoint_steps), stop_on_interrupt,
-                     keras.callbacks.TensorBoard(owned_files.claim(write_dir, "logs"), update_freq=100), *callbacks]
+    stop_on_interrupt = StopOnInterrupt(manager, done, total_steps)
+    all_callbacks = [throughput, StepCheckpoint(manager, steps_done, checkpoint_steps, done), stop_on_interrupt,
+                     StepSummaries(owned_files.claim(write_dir, "logs"), done, total_steps), *callbacks]
     start = time.perf_counter()
     try:
         history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done,

@@ -20,7 +20,9 @@ def test_unknown_settings_are_rejected():
         set_mixed_precision("int8")
 
 
-def _run(tiny_config, model_dir, total_steps, verbose=0):
+def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None):
+    """A tiny classifier trained to `total_steps`, resumed from `model_dir`; `loss_scale`: float16 with a
+    loss-scale optimizer starting at that scale."""
     rng = np.random.default_rng(0)
     ids = rng.integers(1, tiny_config.vocab_size, (48, 10)).astype("int32")
     labels = rng.integers(0, 2, 48).astype("int32")
@@ -31,9 +33,16 @@ def _run(tiny_config, model_dir, total_steps, verbose=0):
         return dataset.shuffle(48, seed=1).repeat().batch(8, drop_remainder=True).skip(skip)
 
     keras.utils.set_random_seed(3)
-    model = BertClassifier(BertEncoder(tiny_config), 2)
-    model.compile(optimizer=create_optimizer(1e-3, 10, 2),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=True)
+    optimizer = create_optimizer(1e-3, 10, 2)
+    if loss_scale:
+        set_mixed_precision("float16")
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=loss_scale)
+    try:
+        model = BertClassifier(BertEncoder(tiny_config), 2)
+    finally:
+        set_mixed_precision(None)
+    model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  jit_compile=True)
     fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose)
     return model
 
@@ -54,6 +63,32 @@ def test_interrupted_run_resumes_to_the_same_weights_and_progress_is_logged_as_l
     # A finished run restarted does nothing more.
     again = _run(tiny_config, tmp_path / "resumed", 25)
     assert int(again.optimizer.iterations.numpy()) == 25
+
+
+def test_a_float16_run_resumes_past_the_steps_its_loss_scale_skipped(tiny_config, tmp_path):
+    """The loss-scale optimizer does not count the steps it skips on overflow (a scale of 2**24 overflows the
+    first four steps): the run still ends after its 12 steps, and a resume skips every batch consumed before."""
+    unbroken = _run(tiny_config, tmp_path / "unbroken", 12, loss_scale=2.0 ** 24)
+    assert 0 < int(unbroken.optimizer.iterations.numpy()) < 12  # some steps were skipped, not all
+    _run(tiny_config, tmp_path / "resumed", 6, loss_scale=2.0 ** 24)
+    resumed = _run(tiny_config, tmp_path / "resumed", 12, loss_scale=2.0 ** 24)
+    for a, b in zip(unbroken.weights, resumed.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    assert sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").iterdir())[-1] == "ckpt-12.index"
+    assert fit_resumable(resumed, None, 12, str(tmp_path / "resumed"), 8) is None  # complete: nothing more runs
+
+
+def test_tensorboard_points_continue_at_the_runs_step_after_a_resume(tiny_config, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _run(tiny_config, tmp_path, 150)  # points at step 100 and the last
+    _run(tiny_config, tmp_path, 250)  # resumed at 150: points at 200 and 250
+    events = EventAccumulator(str(tmp_path / "logs" / "train"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert set(events.Tags()["tensors"]) >= {"batch_loss", "batch_examples_per_second", "learning_rate"}
+    assert [e.step for e in events.Tensors("batch_loss")] == [100, 150, 200, 250]
+    rates = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("learning_rate")]
+    assert rates == [0.0] * 4  # create_optimizer(1e-3, 10, 2) has decayed to 0 by step 10
 
 
 def test_a_killed_runs_checkpoint_temporaries_are_removed_and_named(tmp_path, caplog):
