@@ -46,6 +46,12 @@ def set_mixed_precision(policy=None):
     keras.mixed_precision.set_global_policy(names[policy])
 
 
+def run_step(first_step, batch, total_steps):
+    """The run's step after Keras' `batch` (the index of the call's last step in this `fit`; a short last call of
+    several steps is numbered as a full one) in an invocation that started at `first_step`."""
+    return min(first_step + batch + 1, total_steps)
+
+
 class ThroughputLogger(keras.callbacks.Callback):
     """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
 
@@ -55,12 +61,14 @@ class ThroughputLogger(keras.callbacks.Callback):
 
     Args:
         batch_size: global batch size.
+        steps: the steps `fit` runs (Keras numbers a short last call as a full one).
         every: steps between measurements shown in the logs.
     """
 
-    def __init__(self, batch_size, every=10):
+    def __init__(self, batch_size, steps, every=10):
         super().__init__()
         self.batch_size = batch_size
+        self.steps = steps
         self.every = every
         self._window_start = None
         self._window_steps = 0
@@ -77,6 +85,7 @@ class ThroughputLogger(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         now = time.perf_counter()
+        batch = min(batch, self.steps - 1)
         steps, self._last_batch = batch - self._last_batch, batch
         if self._run_start is None:
             self._run_start = now  # after the first (compiling) call
@@ -115,7 +124,7 @@ class ProgressLog(keras.callbacks.Callback):
         self._start = None
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self.first_step + batch + 1
+        step = run_step(self.first_step, batch, self.total_steps)
         now = time.perf_counter()
         self._start = self._start or now
         if step % self.every and step != self.total_steps:
@@ -151,7 +160,7 @@ class StepSummaries(keras.callbacks.Callback):
         self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self.first_step + batch + 1
+        step = run_step(self.first_step, batch, self.total_steps)
         if step % self.every and step != self.total_steps:
             return
         scalars = {f"batch_{name}": value for name, value in (logs or {}).items() if _is_scalar(value)}
@@ -180,16 +189,17 @@ class StepCheckpoint(keras.callbacks.Callback):
         manager: a `tf.train.CheckpointManager` over the model, the optimizer and `steps_done`.
         steps_done: the checkpoint's int64 variable of steps run, which a resume skips (the optimizer's
             `iterations` can be fewer: a float16 loss-scale optimizer does not count the steps it skips).
-        every: steps between checkpoints.
-        first_step: the step this invocation starts at.
+        every: steps between checkpoints (with several steps per call: after the call that reaches a multiple).
+        first_step: the step this invocation starts at; total_steps: steps of the whole run.
     """
 
-    def __init__(self, manager, steps_done, every, first_step):
+    def __init__(self, manager, steps_done, every, first_step, total_steps):
         super().__init__()
         self.manager = manager
         self.steps_done = steps_done
         self.every = every
         self.first_step = first_step
+        self.total_steps = total_steps
         self.step = first_step
 
     def _save(self):
@@ -197,7 +207,7 @@ class StepCheckpoint(keras.callbacks.Callback):
         self.manager.save(checkpoint_number=self.step)
 
     def on_train_batch_end(self, batch, logs=None):
-        previous, self.step = self.step, self.first_step + batch + 1
+        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
         if self.step // self.every > previous // self.every:  # a multiple of `every` reached (in a call's steps)
             self._save()
 
@@ -252,7 +262,7 @@ class StopOnInterrupt(keras.callbacks.Callback):
         if not self._interrupted:
             return
         self.restore_handler()
-        step = self.first_step + batch + 1
+        step = run_step(self.first_step, batch, self.total_steps)
         latest = self.manager.latest_checkpoint
         raise TrainingInterrupted(f"interrupted at step {step} of {self.total_steps}; last checkpoint: "
                                   f"{latest or 'none (the run starts over)'}; run the same command to resume")
@@ -323,16 +333,23 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
-    throughput = ThroughputLogger(batch_size)
+    throughput = ThroughputLogger(batch_size, total_steps - done)
     to_terminal = sys.stdout.isatty()
     if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
         callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]
     stop_on_interrupt = StopOnInterrupt(manager, done, total_steps)
-    all_callbacks = [throughput, StepCheckpoint(manager, steps_done, checkpoint_steps, done), stop_on_interrupt,
+    all_callbacks = [throughput, StepCheckpoint(manager, steps_done, checkpoint_steps, done, total_steps),
+                     stop_on_interrupt,
                      StepSummaries(owned_files.claim(write_dir, "logs"), done, total_steps), *callbacks]
+    dataset = make_dataset(done)
+    if isinstance(dataset, tf.data.Dataset):  # the last call of several steps stops where the run ends
+        dataset = dataset.take(total_steps - done)
+    elif (total_steps - done) % model.steps_per_execution:
+        raise ValueError(f"{total_steps - done} steps to run are not a multiple of the {model.steps_per_execution} "
+                         "steps per call over a distributed dataset: the last call would run past the end")
     start = time.perf_counter()
     try:
-        history = model.fit(make_dataset(done), epochs=1, steps_per_epoch=total_steps - done,
+        history = model.fit(dataset, epochs=1, steps_per_epoch=total_steps - done,
                             callbacks=all_callbacks, shuffle=False, verbose=verbose if to_terminal else 0)
     finally:  # Keras skips on_train_end when fit raises: Ctrl-C must not stay caught after this
         stop_on_interrupt.restore_handler()

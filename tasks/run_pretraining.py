@@ -44,7 +44,7 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "--text_files: fraction of word piece
 flags.DEFINE_boolean("do_whole_word_mask", False, "--text_files: mask all pieces of a word together.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warmup steps, then linear decay to 0.")
 flags.DEFINE_integer("steps_per_loop", 1, "Steps per host call (Keras steps_per_execution); raise on TPUs. "
-                     "--checkpoint_steps and --log_steps must be multiples of it.")
+                     "--num_train_steps, --checkpoint_steps and --log_steps must be multiples of it.")
 flags.DEFINE_integer("log_steps", 100, "Steps between log lines; the logged metrics average these steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Evaluation batches at most.")
 common.define_run_flags(

@@ -43,6 +43,9 @@ flags.DEFINE_float("classifier_dropout", 0.8, "Dropout before the dense head.")
 flags.DEFINE_enum("init_scheme", "fan_in", ["fan_in", "bert"], "How the dense weights are drawn: fan_in: "
                   "PyTorch's defaults (uniform in +-1/sqrt(fan_in)), which train this small encoder from scratch "
                   "better; bert: truncated normal with stddev 0.02, BERT's.")
+flags.DEFINE_integer("steps_per_loop", 10, "Training steps per call into TensorFlow (Keras' steps_per_execution): a "
+                     "small model's step is mostly per-call overhead. The weights are the same for any value; "
+                     "checkpoints, progress lines and Ctrl-C land between calls.")
 flags.DEFINE_integer("max_time", None, "The longest sequence the model takes; default: the training file's time "
                      "axis.")
 common.define_run_flags(skip=("init_checkpoint", "vocab_file", "do_lower_case", "max_seq_length",
@@ -60,7 +63,7 @@ def main(argv):
     task = TimeSeriesClassificationTask(
         FLAGS.train_file, FLAGS.eval_file, FLAGS.test_file, FLAGS.standardize, FLAGS.hidden_size, FLAGS.num_layers,
         FLAGS.num_heads, FLAGS.intermediate_size, FLAGS.norm_first, FLAGS.key_keep_prob, FLAGS.hidden_dropout,
-        FLAGS.classifier_dropout, FLAGS.max_time, FLAGS.init_scheme)
+        FLAGS.classifier_dropout, FLAGS.max_time, FLAGS.init_scheme, FLAGS.steps_per_loop)
     config = common.run_config()
     run(task, dataclasses.replace(config, max_seq_length=task.sequence_length(config)))
 

@@ -1,5 +1,6 @@
 """Training core: strategies, mixed precision, exact resume after an interruption, progress logging."""
 
+import json
 import logging
 
 import keras
@@ -20,7 +21,7 @@ def test_unknown_settings_are_rejected():
         set_mixed_precision("int8")
 
 
-def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None):
+def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1):
     """A tiny classifier trained to `total_steps`, resumed from `model_dir`; `loss_scale`: float16 with a
     loss-scale optimizer starting at that scale."""
     rng = np.random.default_rng(0)
@@ -42,7 +43,7 @@ def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None):
     finally:
         set_mixed_precision(None)
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=True)
+                  jit_compile=True, steps_per_execution=steps_per_execution)
     fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose)
     return model
 
@@ -63,6 +64,23 @@ def test_interrupted_run_resumes_to_the_same_weights_and_progress_is_logged_as_l
     # A finished run restarted does nothing more.
     again = _run(tiny_config, tmp_path / "resumed", 25)
     assert int(again.optimizer.iterations.numpy()) == 25
+
+
+def test_several_steps_per_call_train_as_one_per_call_and_stop_at_the_runs_end(tiny_config, tmp_path, caplog):
+    """4 steps per call: a run of 5 steps (one short call) resumed to 25 (checkpoints after the calls that reach
+    multiples of 3) ends at step 25 with the weights of one step per call."""
+    one_per_call = _run(tiny_config, tmp_path / "one", 25)
+    _run(tiny_config, tmp_path / "four", 5, steps_per_execution=4)
+    assert [p.name for p in (tmp_path / "four" / "checkpoints").glob("*.index")] == ["ckpt-5.index"]
+    with caplog.at_level(logging.INFO, logger="official_bert.training"):
+        four_per_call = _run(tiny_config, tmp_path / "four", 25, verbose=1, steps_per_execution=4)
+    assert int(four_per_call.optimizer.iterations.numpy()) == 25
+    for a, b in zip(one_per_call.weights, four_per_call.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
+    assert [line.split()[1] for line in lines] == ["25/25"]  # calls end at 9, 13, 17, 21, 25: no multiple of 20
+    results = json.loads((tmp_path / "four" / "train_results.json").read_text())
+    assert results["steps"] == 20 and results["steady_steps"] == 16  # the first call (4 steps) is left out
 
 
 def test_a_float16_run_resumes_past_the_steps_its_loss_scale_skipped(tiny_config, tmp_path):

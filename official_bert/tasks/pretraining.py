@@ -135,7 +135,8 @@ class PretrainingTask(Task):
             raise ValueError("pass --bert_config_file or --preset, not both")
         if not (config.init_checkpoint or self.bert_config_file or self.preset):
             raise ValueError("pass --init_checkpoint, --bert_config_file or --preset")
-        for name, value in (("checkpoint_steps", config.checkpoint_steps), ("log_steps", self.log_steps)):
+        for name, value in (("num_train_steps", config.num_train_steps), ("checkpoint_steps", config.checkpoint_steps),
+                            ("log_steps", self.log_steps)):
             if value % self.steps_per_loop:
                 raise ValueError(f"--{name}={value} must be a multiple of --steps_per_loop={self.steps_per_loop}")
 

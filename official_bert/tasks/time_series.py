@@ -47,6 +47,8 @@ class TimeSeriesClassificationTask(Task):
         max_time: the longest sequence the model takes (its position table); default the training file's time axis.
         init_scheme: how the new model's dense weights are drawn (`BertFeatureEncoder`'s `init_scheme`): "fan_in",
             PyTorch's defaults, or "bert".
+        steps_per_loop: training steps per call into TensorFlow (Keras' `steps_per_execution`); the weights are
+            the same for any value.
     """
 
     kind = TIME_SERIES
@@ -56,7 +58,7 @@ class TimeSeriesClassificationTask(Task):
 
     def __init__(self, train_file=None, eval_file=None, test_file=None, standardize=True, hidden_size=64,
                  num_layers=1, num_heads=8, intermediate_size=None, norm_first=True, key_keep_prob=0.8,
-                 hidden_dropout=0.1, classifier_dropout=0.8, max_time=None, init_scheme="fan_in"):
+                 hidden_dropout=0.1, classifier_dropout=0.8, max_time=None, init_scheme="fan_in", steps_per_loop=10):
         self.files = {"train": train_file, "dev": eval_file, "test": test_file or eval_file}
         self.standardize = bool(standardize)
         self.shape = {"hidden_size": hidden_size, "num_layers": num_layers, "num_heads": num_heads,
@@ -64,6 +66,9 @@ class TimeSeriesClassificationTask(Task):
         self.norm_first, self.key_keep_prob = bool(norm_first), float(key_keep_prob)
         self.classifier_dropout, self.max_time = float(classifier_dropout), max_time
         self.init_scheme = init_scheme
+        if steps_per_loop < 1:
+            raise ValueError(f"--steps_per_loop must be at least 1, got {steps_per_loop}")
+        self.steps_per_loop = steps_per_loop
         self._splits, self._info, self._recorded = {}, None, None
 
     def validate(self, config):
@@ -151,6 +156,9 @@ class TimeSeriesClassificationTask(Task):
 
     def task_info(self):
         return dict(self._info)
+
+    def compile_options(self):
+        return {"steps_per_execution": self.steps_per_loop}
 
     def train_sources(self):
         return [self.files["train"]]

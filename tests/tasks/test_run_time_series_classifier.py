@@ -67,12 +67,13 @@ def runs(tmp_path_factory):
     }
     np.savez(root / "other.npz", features=np.zeros((2, 12, 4), np.float32))
     np.savez(root / "long.npz", features=np.ones((1, 20, 3), np.float32))
-    # A --deterministic run, unbroken; the same run SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
+    # A --deterministic run, unbroken (8 steps in one call of the default 10); the same run at 3 steps a call
+    # (checkpoints after steps 3, 6 and 8) SIGKILLed once ckpt-3 is its latest checkpoint, then resumed.
     for name in ("unbroken", "killed", "resumed"):
         run_dir = root / ("unbroken" if name == "unbroken" else "resumed")
         commands[name] = [f"--model_dir={run_dir}", f"--train_file={train}", "--do_eval=false", "--hidden_size=16",
                           "--num_heads=2", "--train_batch_size=8", "--num_train_steps=8", "--checkpoint_steps=1",
-                          "--deterministic"]
+                          "--deterministic", *([] if name == "unbroken" else ["--steps_per_loop=3"])]
     modules = {"export": "export.saved_model", "tflite": "export.tflite", "tflite_int8": "export.tflite",
                "export_int8": "export.saved_model", "query": "export.predict", "query_text": "export.predict",
                "query_other_channels": "export.predict", "query_too_long": "export.predict"}
