@@ -52,6 +52,12 @@ def run_step(first_step, batch, total_steps):
     return min(first_step + batch + 1, total_steps)
 
 
+def reached(previous_step, step, every, total_steps):
+    """Whether the steps after `previous_step` up to `step` (one call's) reach a multiple of `every` or the run's
+    last step."""
+    return step // every > previous_step // every or step == total_steps
+
+
 class ThroughputLogger(keras.callbacks.Callback):
     """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
 
@@ -106,8 +112,9 @@ class ThroughputLogger(keras.callbacks.Callback):
 
 
 class ProgressLog(keras.callbacks.Callback):
-    """Logs `step / total, loss, examples/s, time left` every `every` steps: progress for runs whose output
-    goes to a file (where Keras' progress bar is one endless line).
+    """Logs `step / total, loss, examples/s, time left` every `every` steps (after the call that reaches a
+    multiple) and at the last: progress for runs whose output goes to a file (where Keras' progress bar is one
+    endless line).
 
     Args:
         total_steps: steps of the whole run; first_step: the step this invocation starts at (after a resume).
@@ -119,15 +126,17 @@ class ProgressLog(keras.callbacks.Callback):
         super().__init__()
         self.total_steps = total_steps
         self.first_step = first_step
+        self.step = first_step
         self.throughput = throughput
         self.every = every
         self._start = None
 
     def on_train_batch_end(self, batch, logs=None):
-        step = run_step(self.first_step, batch, self.total_steps)
+        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
+        step = self.step
         now = time.perf_counter()
         self._start = self._start or now
-        if step % self.every and step != self.total_steps:
+        if not reached(previous, step, self.every, self.total_steps):
             return
         rate = self.throughput.examples_per_second
         left = (now - self._start) / batch * (self.total_steps - step) if batch > 0 else None
@@ -136,8 +145,9 @@ class ProgressLog(keras.callbacks.Callback):
 
 
 class StepSummaries(keras.callbacks.Callback):
-    """TensorBoard scalars in `<log_dir>/train` every `every` steps and at the last, at the run's global step (a
-    resumed run continues its curves): `batch_<name>` for each of the step's logs, and `learning_rate`.
+    """TensorBoard scalars in `<log_dir>/train` every `every` steps (after the call that reaches a multiple) and at
+    the last, at the run's global step (a resumed run continues its curves): `batch_<name>` for each of the step's
+    logs, and `learning_rate`.
 
     The steps in between run no TensorFlow op. (Keras' TensorBoard callback with an integer `update_freq` runs
     about five eager ops and flushes its writer after every step, and counts steps from 0 in each invocation.)
@@ -152,6 +162,7 @@ class StepSummaries(keras.callbacks.Callback):
         super().__init__()
         self.log_dir = log_dir
         self.first_step = first_step
+        self.step = first_step
         self.total_steps = total_steps
         self.every = every
         self._writer = None
@@ -160,8 +171,9 @@ class StepSummaries(keras.callbacks.Callback):
         self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
-        step = run_step(self.first_step, batch, self.total_steps)
-        if step % self.every and step != self.total_steps:
+        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
+        step = self.step
+        if not reached(previous, step, self.every, self.total_steps):
             return
         scalars = {f"batch_{name}": value for name, value in (logs or {}).items() if _is_scalar(value)}
         scalars["learning_rate"] = keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
@@ -208,7 +220,7 @@ class StepCheckpoint(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
-        if self.step // self.every > previous // self.every:  # a multiple of `every` reached (in a call's steps)
+        if self.step // self.every > previous // self.every:  # a multiple of `every` reached in the call's steps
             self._save()
 
     def on_train_end(self, logs=None):
@@ -292,7 +304,7 @@ def _seed_states(model):
 
 
 def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, checkpoint_steps=1000,
-                  max_checkpoints=1, callbacks=(), verbose=1, write_dir=None):
+                  max_checkpoints=1, callbacks=(), verbose=1, write_dir=None, summary_steps=100):
     """Trains `model` (already compiled) for `total_steps` steps, resuming from `<model_dir>/checkpoints/`.
 
     Args:
@@ -306,6 +318,7 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         max_checkpoints: how many recent checkpoints to keep (the resume point is the last).
         callbacks: extra Keras callbacks.
         verbose: 1 = progress: Keras' bar on a terminal, a `ProgressLog` line every 20 steps otherwise; 0 = none.
+        summary_steps: steps between TensorBoard points (`StepSummaries`).
         write_dir: where this process writes checkpoints, logs and `train_results.json` (default: `model_dir`).
             Under `MultiWorkerMirroredStrategy` the non-chief workers pass a temporary directory of their own,
             as TF recommends; every worker still resumes from `<model_dir>/checkpoints`, the chief's.
@@ -340,7 +353,7 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     stop_on_interrupt = StopOnInterrupt(manager, done, total_steps)
     all_callbacks = [throughput, StepCheckpoint(manager, steps_done, checkpoint_steps, done, total_steps),
                      stop_on_interrupt,
-                     StepSummaries(owned_files.claim(write_dir, "logs"), done, total_steps), *callbacks]
+                     StepSummaries(owned_files.claim(write_dir, "logs"), done, total_steps, summary_steps), *callbacks]
     dataset = make_dataset(done)
     if isinstance(dataset, tf.data.Dataset):  # the last call of several steps stops where the run ends
         dataset = dataset.take(total_steps - done)

@@ -21,7 +21,7 @@ def test_unknown_settings_are_rejected():
         set_mixed_precision("int8")
 
 
-def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1):
+def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1, summary_steps=100):
     """A tiny classifier trained to `total_steps`, resumed from `model_dir`; `loss_scale`: float16 with a
     loss-scale optimizer starting at that scale."""
     rng = np.random.default_rng(0)
@@ -44,7 +44,8 @@ def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_
         set_mixed_precision(None)
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   jit_compile=True, steps_per_execution=steps_per_execution)
-    fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose)
+    fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose,
+                  summary_steps=summary_steps)
     return model
 
 
@@ -67,20 +68,30 @@ def test_interrupted_run_resumes_to_the_same_weights_and_progress_is_logged_as_l
 
 
 def test_several_steps_per_call_train_as_one_per_call_and_stop_at_the_runs_end(tiny_config, tmp_path, caplog):
-    """4 steps per call: a run of 5 steps (one short call) resumed to 25 (checkpoints after the calls that reach
-    multiples of 3) ends at step 25 with the weights of one step per call."""
+    """4 steps per call: a run of 5 steps (one short call) resumed to 25 ends at step 25 with the weights of one
+    step per call; checkpoints (every 3), progress lines (every 20) and TensorBoard points (every 4) come after the
+    calls that reach a multiple, at the run's step (a resumed run continues its curves)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     one_per_call = _run(tiny_config, tmp_path / "one", 25)
-    _run(tiny_config, tmp_path / "four", 5, steps_per_execution=4)
+    _run(tiny_config, tmp_path / "four", 5, steps_per_execution=4, summary_steps=4)
     assert [p.name for p in (tmp_path / "four" / "checkpoints").glob("*.index")] == ["ckpt-5.index"]
     with caplog.at_level(logging.INFO, logger="official_bert.training"):
-        four_per_call = _run(tiny_config, tmp_path / "four", 25, verbose=1, steps_per_execution=4)
+        four_per_call = _run(tiny_config, tmp_path / "four", 25, verbose=1, steps_per_execution=4, summary_steps=4)
     assert int(four_per_call.optimizer.iterations.numpy()) == 25
     for a, b in zip(one_per_call.weights, four_per_call.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
-    assert [line.split()[1] for line in lines] == ["25/25"]  # calls end at 9, 13, 17, 21, 25: no multiple of 20
+    assert [line.split()[1] for line in lines] == ["21/25", "25/25"]  # calls end at 9, 13, 17, 21 and 25
     results = json.loads((tmp_path / "four" / "train_results.json").read_text())
     assert results["steps"] == 20 and results["steady_steps"] == 16  # the first call (4 steps) is left out
+
+    events = EventAccumulator(str(tmp_path / "four" / "logs" / "train"), size_guidance={"tensors": 0})
+    events.Reload()
+    assert set(events.Tags()["tensors"]) >= {"batch_loss", "batch_examples_per_second", "learning_rate"}
+    assert [e.step for e in events.Tensors("batch_loss")] == [4, 5, 9, 13, 17, 21, 25]
+    rates = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("learning_rate")]
+    np.testing.assert_allclose(rates, [1e-3 * 6 / 8, 1e-3 * 5 / 8, 1e-3 / 8, 0, 0, 0, 0])  # create_optimizer(1e-3, 10, 2)
 
 
 def test_a_float16_run_resumes_past_the_steps_its_loss_scale_skipped(tiny_config, tmp_path):
@@ -94,19 +105,6 @@ def test_a_float16_run_resumes_past_the_steps_its_loss_scale_skipped(tiny_config
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
     assert sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").iterdir())[-1] == "ckpt-12.index"
     assert fit_resumable(resumed, None, 12, str(tmp_path / "resumed"), 8) is None  # complete: nothing more runs
-
-
-def test_tensorboard_points_continue_at_the_runs_step_after_a_resume(tiny_config, tmp_path):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    _run(tiny_config, tmp_path, 150)  # points at step 100 and the last
-    _run(tiny_config, tmp_path, 250)  # resumed at 150: points at 200 and 250
-    events = EventAccumulator(str(tmp_path / "logs" / "train"), size_guidance={"tensors": 0})
-    events.Reload()
-    assert set(events.Tags()["tensors"]) >= {"batch_loss", "batch_examples_per_second", "learning_rate"}
-    assert [e.step for e in events.Tensors("batch_loss")] == [100, 150, 200, 250]
-    rates = [float(tf.make_ndarray(e.tensor_proto)) for e in events.Tensors("learning_rate")]
-    assert rates == [0.0] * 4  # create_optimizer(1e-3, 10, 2) has decayed to 0 by step 10
 
 
 def test_a_killed_runs_checkpoint_temporaries_are_removed_and_named(tmp_path, caplog):
