@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import h5py
-import numpy as np
 import pytest
 
 from official_bert.model_dir_lock import ModelDirInUseError, ModelDirLock
@@ -51,13 +50,6 @@ def _snapshot(directory):
     """Every file under `directory`: relative path -> (SHA-256, modification time)."""
     return {str(p.relative_to(directory)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
             for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
-def _weights(model_dir):
-    values = {}
-    with h5py.File(model_dir / "model.weights.h5", "r") as f:
-        f.visititems(lambda name, item: values.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset) else None)
-    return values
 
 
 # 1. Nothing to train on is an error naming the file, raised before anything is written.
@@ -266,20 +258,5 @@ def test_a_read_only_results_directory_is_an_error_before_anything_runs(shared_d
             _config(tmp_path / "ro" / "run", tiny_checkpoint, do_train=False))
 
 
-# 8. Under --deterministic a rerun gives bit-identical weights (in fresh processes: op determinism is global).
-
-def test_deterministic_reruns_give_identical_weights(shared_data, tiny_checkpoint, tmp_path):
-    from tests.tasks.forked_commands import run_forked
-
-    data = _mrpc(shared_data, tmp_path / "data")
-    (tmp_path / "runs").mkdir()
-    for result in run_forked([("tasks.run_classifier", [
-            "--task=MRPC", f"--data_dir={data}", f"--init_checkpoint={tiny_checkpoint}",
-            f"--model_dir={tmp_path / name}", "--max_seq_length=32", "--train_batch_size=4", "--num_train_steps=3",
-            "--do_eval=false", "--deterministic"]) for name in ("a", "b")], tmp_path / "runs"):
-        assert result.returncode == 0, result.stderr[-3000:]  # each in a forked child: a process of its own
-    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
-    assert a.keys() == b.keys()
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    assert json.loads((tmp_path / "a" / "run.json").read_text())["flags"]["deterministic"] is True
+# 8. Under --deterministic a rerun gives bit-identical weights: `tests/tasks/test_resume_every_entry_point.py` (an
+# unbroken run against one killed twice and resumed, for every entry point).

@@ -237,6 +237,7 @@ def test_a_killed_deterministic_run_resumes_bit_identical(case, request, tmp_pat
         _command(case, flags, resumed, (resumed, second)), _command(case, flags, resumed)], tmp_path, timeout=1200)
 
     log = _finished(unbroken_run)
+    assert json.loads((unbroken / "run.json").read_text())["flags"]["deterministic"] is True
     if case.module != "tasks.run_pretraining":  # the epoch is the one the case was sized for
         assert f"Training on {case.examples} examples: {case.steps} steps" in log, log[-3000:]
 

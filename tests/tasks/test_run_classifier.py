@@ -1,15 +1,13 @@
-"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict, resume. The command line, its
-refusal, a killed process and multi-worker runs go through the CLI; the other runs go through the runner
-in-process (the same `RunConfig` the CLI builds from its flags)."""
+"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line, its refusal and
+multi-worker runs go through the CLI; the other runs go through the runner in-process (the same `RunConfig` the
+CLI builds from its flags). A killed run's resume is `tests/tasks/test_resume_every_entry_point.py`'s."""
 
 import json
 import os
 import pathlib
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
@@ -94,33 +92,6 @@ def op_determinism_restored():
     yield
     if not enabled:
         config.disable_op_determinism()
-
-
-def test_killed_run_resumes_to_the_same_result(shared_data, tiny_checkpoint, tmp_path, op_determinism_restored):
-    steps = ["--num_train_steps=8", "--checkpoint_steps=1", "--deterministic"]  # exact resume: docs/classification.md
-    unbroken = tmp_path / "unbroken"
-    _run_in_process(shared_data / "glue" / "MRPC", tiny_checkpoint, unbroken, num_train_steps=8, checkpoint_steps=1,
-                    deterministic=True)
-
-    killed = tmp_path / "killed"
-    process = subprocess.Popen(_command(shared_data, tiny_checkpoint, killed, *steps), cwd=REPO_ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not (killed / "checkpoints" / "ckpt-3.index").exists() and process.poll() is None:
-        assert time.time() < deadline, "no checkpoint written"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (killed / "model.weights.h5").exists(), "the run finished before it could be killed"
-    _run_in_process(shared_data / "glue" / "MRPC", tiny_checkpoint, killed, num_train_steps=8, checkpoint_steps=1,
-                    deterministic=True)
-
-    a, b = _weights(unbroken), _weights(killed)
-    assert a.keys() == b.keys()
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    assert (json.loads((unbroken / "eval_results.json").read_text())
-            == json.loads((killed / "eval_results.json").read_text()))
 
 
 def test_glue_files_given_as_the_users_own_train_as_the_glue_task(shared_data, tiny_checkpoint, tmp_path,
