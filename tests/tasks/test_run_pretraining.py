@@ -1,17 +1,16 @@
-"""tasks.run_pretraining end to end through the CLI with a tiny model: train, evaluate, resume after SIGKILL,
-MirroredStrategy over two logical CPUs equal to one device, MultiWorkerMirroredStrategy with two processes,
-dynamic masking from raw text. Runs that prove nothing more through a new process (a resume after the kill,
-dynamic masking, a bad glob) go through the runner in-process, with the task and settings the CLI builds."""
+"""tasks.run_pretraining end to end through the CLI with a tiny model: train, evaluate, MirroredStrategy over two
+logical CPUs equal to one device, MultiWorkerMirroredStrategy with two processes, dynamic masking from raw text.
+Runs that prove nothing more through a new process (dynamic masking, a bad glob) go through the runner
+in-process, with the task and settings the CLI builds. A resume after SIGKILL is
+`tests/tasks/test_resume_every_entry_point.py`'s."""
 
 import json
 import logging
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -153,34 +152,6 @@ def test_mirrored_over_two_cpus_gives_the_loss_of_one_device(reference_runs):
     assert one["examples"] == two["examples"] == 40 and one["masked_lm_predictions"] == two["masked_lm_predictions"]
     for key in ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy"):
         assert two[key] == pytest.approx(one[key], abs=1e-5), key
-
-
-def test_killed_run_resumes_to_the_same_result(corpus, reference_runs, tmp_path, caplog):
-    command, env = _two_cpus(corpus, tmp_path, "one_device")
-    killed = tmp_path / "one_device"
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    state = killed / "checkpoints" / "checkpoint"  # a resume reads this; ckpt-3's files land before it names them
-    while not (state.exists() and '"ckpt-3"' in state.read_text()) and process.poll() is None:
-        assert time.time() < deadline, "no checkpoint written"
-        time.sleep(0.02)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    assert not (killed / "pretrainer").exists(), "the run finished before it could be killed"
-    caplog.set_level(logging.INFO)
-    config, task = _in_process_settings(corpus, killed, "config_no_dropout.json", num_train_steps=8,
-                                        checkpoint_steps=1, do_eval=True, eval_batch_size=8)
-    _run_in_process(config, input_files=str(corpus / "train-*.tfrecord"), eval_files=str(corpus / "eval.tfrecord"),
-                    **task)
-    assert "Resumed from" in caplog.text
-    assert min(step for step, _ in _step_losses(caplog.text)) > 3, "the resumed run started over"
-    unbroken = reference_runs[0] / "one_device"
-    a, b = _tensors(unbroken / "pretrainer"), _tensors(killed / "pretrainer")
-    assert a.keys() == b.keys()
-    for name in a:
-        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
-    assert (json.loads((killed / "eval_results.json").read_text())
-            == json.loads((unbroken / "eval_results.json").read_text()))
 
 
 def _free_port():
