@@ -2,6 +2,7 @@
 
 import glob
 import logging
+import warnings
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
@@ -238,7 +239,9 @@ class PretrainingTask(Task):
         dataset = distributed_dataset(strategy, self._source(self.eval_paths, context, is_training=False),
                                       context.config.eval_batch_size, take_batches=self.max_eval_steps)
         model.reset_metrics()
-        results = {k: float(v) for k, v in model.evaluate(dataset, return_dict=True, verbose=0).items()}
+        with warnings.catch_warnings():  # the stream ends by design; Keras warns at the end of any distributed one
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            results = {k: float(v) for k, v in model.evaluate(dataset, return_dict=True, verbose=0).items()}
         # Every replica adds the global batch's counts (see BertPretrainer.compute_metrics); reading sums them.
         replicas = strategy.num_replicas_in_sync
         results["masked_lm_predictions"] = round(float(model.masked_lm_loss_tracker.count.numpy()) / replicas)
