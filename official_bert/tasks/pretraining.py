@@ -138,7 +138,7 @@ class PretrainingTask(Task):
             raise ValueError("pass --init_checkpoint, --bert_config_file or --preset")
         for name, value in (("num_train_steps", config.num_train_steps), ("checkpoint_steps", config.checkpoint_steps),
                             ("log_steps", self.log_steps)):
-            if value % self.steps_per_loop:
+            if value is not None and value % self.steps_per_loop:
                 raise ValueError(f"--{name}={value} must be a multiple of --steps_per_loop={self.steps_per_loop}")
 
     def model_config(self):

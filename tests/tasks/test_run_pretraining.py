@@ -231,3 +231,15 @@ def test_a_glob_matching_nothing_is_an_error(corpus, tmp_path):
     with pytest.raises(ValueError) as error:  # the CLI's one-line error, exit 2 (official_bert.cli.run_main)
         _run_in_process(config, input_files=str(tmp_path / "missing-*.tfrecord"), **task)
     assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in str(error.value)
+
+
+@pytest.mark.parametrize("flag,settings", [("num_train_steps", {"num_train_steps": 10}),
+                                           ("checkpoint_steps", {"num_train_steps": 8, "checkpoint_steps": 6})])
+def test_steps_per_loop_must_divide_the_runs_steps_checkpoints_and_log_lines(flag, settings):
+    """A call of 4 steps would run past step 10 (or checkpoint between 6 and 8): refused before anything runs."""
+    from official_bert.run_config import RunConfig
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    task = PretrainingTask(input_files="unused-*.tfrecord", preset="bert_tiny", steps_per_loop=4, log_steps=4)
+    with pytest.raises(ValueError, match=f"--{flag}=.* must be a multiple of --steps_per_loop=4"):
+        task.validate(RunConfig(model_dir="unused", do_eval=False, **{"checkpoint_steps": 4, **settings}))
