@@ -21,7 +21,8 @@ def test_unknown_settings_are_rejected():
         set_mixed_precision("int8")
 
 
-def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1, summary_steps=100):
+def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1, summary_steps=100,
+         jit_compile=True):
     """A tiny classifier trained to `total_steps`, resumed from `model_dir`; `loss_scale`: float16 with a
     loss-scale optimizer starting at that scale."""
     rng = np.random.default_rng(0)
@@ -43,7 +44,7 @@ def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_
     finally:
         set_mixed_precision(None)
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  jit_compile=True, steps_per_execution=steps_per_execution)
+                  jit_compile=jit_compile, steps_per_execution=steps_per_execution)
     fit_resumable(model, make_dataset, total_steps, str(model_dir), 8, checkpoint_steps=3, verbose=verbose,
                   summary_steps=summary_steps)
     return model
@@ -73,11 +74,12 @@ def test_several_steps_per_call_train_as_one_per_call_and_stop_at_the_runs_end(t
     calls that reach a multiple, at the run's step (a resumed run continues its curves)."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    one_per_call = _run(tiny_config, tmp_path / "one", 25)
-    _run(tiny_config, tmp_path / "four", 5, steps_per_execution=4, summary_steps=4)
+    one_per_call = _run(tiny_config, tmp_path / "one", 25, jit_compile=False)
+    _run(tiny_config, tmp_path / "four", 5, steps_per_execution=4, summary_steps=4, jit_compile=False)
     assert [p.name for p in (tmp_path / "four" / "checkpoints").glob("*.index")] == ["ckpt-5.index"]
     with caplog.at_level(logging.INFO, logger="official_bert.training"):
-        four_per_call = _run(tiny_config, tmp_path / "four", 25, verbose=1, steps_per_execution=4, summary_steps=4)
+        four_per_call = _run(tiny_config, tmp_path / "four", 25, verbose=1, steps_per_execution=4, summary_steps=4,
+                             jit_compile=False)
     assert int(four_per_call.optimizer.iterations.numpy()) == 25
     for a, b in zip(one_per_call.weights, four_per_call.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
@@ -97,10 +99,10 @@ def test_several_steps_per_call_train_as_one_per_call_and_stop_at_the_runs_end(t
 def test_a_float16_run_resumes_past_the_steps_its_loss_scale_skipped(tiny_config, tmp_path):
     """The loss-scale optimizer does not count the steps it skips on overflow (a scale of 2**24 overflows the
     first four steps): the run still ends after its 12 steps, and a resume skips every batch consumed before."""
-    unbroken = _run(tiny_config, tmp_path / "unbroken", 12, loss_scale=2.0 ** 24)
+    unbroken = _run(tiny_config, tmp_path / "unbroken", 12, loss_scale=2.0 ** 24, jit_compile=False)
     assert 0 < int(unbroken.optimizer.iterations.numpy()) < 12  # some steps were skipped, not all
-    _run(tiny_config, tmp_path / "resumed", 6, loss_scale=2.0 ** 24)
-    resumed = _run(tiny_config, tmp_path / "resumed", 12, loss_scale=2.0 ** 24)
+    _run(tiny_config, tmp_path / "resumed", 6, loss_scale=2.0 ** 24, jit_compile=False)
+    resumed = _run(tiny_config, tmp_path / "resumed", 12, loss_scale=2.0 ** 24, jit_compile=False)
     for a, b in zip(unbroken.weights, resumed.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
     assert sorted(p.name for p in (tmp_path / "resumed" / "checkpoints").iterdir())[-1] == "ckpt-12.index"
