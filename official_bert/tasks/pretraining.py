@@ -69,7 +69,8 @@ def metrics_logger(every, total_steps):
 
     class MetricsLogger(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            step = int(self.model.optimizer.iterations.numpy())
+            # The run's step: `fit` runs the remaining steps (Keras' `params["steps"]`); `batch` is the call's last.
+            step = total_steps - self.params["steps"] + batch + 1
             if logs and (step % every == 0 or step >= total_steps):
                 logger.info("step %d/%d: %s", step, total_steps,
                             ", ".join(f"{k}={float(v):.4f}" for k, v in sorted(logs.items())))
