@@ -52,13 +52,34 @@ def run_step(first_step, batch, total_steps):
     return min(first_step + batch + 1, total_steps)
 
 
-def reached(previous_step, step, every, total_steps):
-    """Whether the steps after `previous_step` up to `step` (one call's) reach a multiple of `every` or the run's
-    last step."""
-    return step // every > previous_step // every or step == total_steps
+class RunStepCallback(keras.callbacks.Callback):
+    """A callback that follows the run's step through `fit`, one call (of one or several steps) at a time.
+
+    Args:
+        first_step: the step this invocation starts at (after a resume); total_steps: steps of the whole run.
+    """
+
+    def __init__(self, first_step, total_steps):
+        super().__init__()
+        self.first_step = first_step
+        self.total_steps = total_steps
+        self.step = first_step  # the run's step after the last call
+
+    def advance(self, batch):
+        """Moves `self.step` past the call that ended at Keras' `batch`; returns the step before the call."""
+        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
+        return previous
+
+    def reached_multiple(self, previous, every):
+        """Whether the last call's steps, after `previous`, reached a multiple of `every`."""
+        return self.step // every > previous // every
+
+    def due(self, previous, every):
+        """Whether the last call's steps, after `previous`, reached a multiple of `every` or the run's last step."""
+        return self.reached_multiple(previous, every) or self.step == self.total_steps
 
 
-class ThroughputLogger(keras.callbacks.Callback):
+class ThroughputLogger(RunStepCallback):
     """Adds `examples_per_second` to the logs (so the progress bar and TensorBoard show it).
 
     Also keeps the whole run's figures, the first call (tracing and XLA compilation) left out:
@@ -67,19 +88,17 @@ class ThroughputLogger(keras.callbacks.Callback):
 
     Args:
         batch_size: global batch size.
-        steps: the steps `fit` runs (Keras numbers a short last call as a full one).
+        steps: the steps `fit` runs.
         every: steps between measurements shown in the logs.
     """
 
     def __init__(self, batch_size, steps, every=10):
-        super().__init__()
+        super().__init__(0, steps)  # counts this `fit`'s steps
         self.batch_size = batch_size
-        self.steps = steps
         self.every = every
         self._window_start = None
         self._window_steps = 0
         self._run_start = None
-        self._last_batch = -1
         self.steady_steps = 0
         self.steady_seconds = 0.0
         self.examples_per_second = None
@@ -91,8 +110,8 @@ class ThroughputLogger(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         now = time.perf_counter()
-        batch = min(batch, self.steps - 1)
-        steps, self._last_batch = batch - self._last_batch, batch
+        previous = self.advance(batch)
+        steps = self.step - previous  # the call's
         if self._run_start is None:
             self._run_start = now  # after the first (compiling) call
         else:
@@ -111,7 +130,7 @@ class ThroughputLogger(keras.callbacks.Callback):
                 "steady_examples_per_second": rate}
 
 
-class ProgressLog(keras.callbacks.Callback):
+class ProgressLog(RunStepCallback):
     """Logs `step / total, loss, examples/s, time left` every `every` steps (after the call that reaches a
     multiple) and at the last: progress for runs whose output goes to a file (where Keras' progress bar is one
     endless line).
@@ -123,20 +142,17 @@ class ProgressLog(keras.callbacks.Callback):
     """
 
     def __init__(self, total_steps, first_step, throughput, every=20):
-        super().__init__()
-        self.total_steps = total_steps
-        self.first_step = first_step
-        self.step = first_step
+        super().__init__(first_step, total_steps)
         self.throughput = throughput
         self.every = every
         self._start = None
 
     def on_train_batch_end(self, batch, logs=None):
-        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
+        due = self.due(self.advance(batch), self.every)
         step = self.step
         now = time.perf_counter()
         self._start = self._start or now
-        if not reached(previous, step, self.every, self.total_steps):
+        if not due:
             return
         rate = self.throughput.examples_per_second
         left = (now - self._start) / batch * (self.total_steps - step) if batch > 0 else None
@@ -144,7 +160,7 @@ class ProgressLog(keras.callbacks.Callback):
                     f", {rate:.1f} examples/s" if rate else "", f", ~{left / 60:.1f} min left" if left else "")
 
 
-class StepSummaries(keras.callbacks.Callback):
+class StepSummaries(RunStepCallback):
     """TensorBoard scalars in `<log_dir>/train` every `every` steps (after the call that reaches a multiple) and at
     the last, at the run's global step (a resumed run continues its curves): `batch_<name>` for each of the step's
     logs, and `learning_rate`.
@@ -159,11 +175,8 @@ class StepSummaries(keras.callbacks.Callback):
     """
 
     def __init__(self, log_dir, first_step, total_steps, every=100):
-        super().__init__()
+        super().__init__(first_step, total_steps)
         self.log_dir = log_dir
-        self.first_step = first_step
-        self.step = first_step
-        self.total_steps = total_steps
         self.every = every
         self._writer = None
 
@@ -171,10 +184,9 @@ class StepSummaries(keras.callbacks.Callback):
         self._writer = tf.summary.create_file_writer(os.path.join(self.log_dir, "train"))
 
     def on_train_batch_end(self, batch, logs=None):
-        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
-        step = self.step
-        if not reached(previous, step, self.every, self.total_steps):
+        if not self.due(self.advance(batch), self.every):
             return
+        step = self.step
         scalars = {f"batch_{name}": value for name, value in (logs or {}).items() if _is_scalar(value)}
         scalars["learning_rate"] = keras.ops.convert_to_numpy(self.model.optimizer.learning_rate)
         with self._writer.as_default(step=step):
@@ -194,7 +206,7 @@ def _is_scalar(value):
     return True
 
 
-class StepCheckpoint(keras.callbacks.Callback):
+class StepCheckpoint(RunStepCallback):
     """Writes a `tf.train.Checkpoint` every `every` steps and at the end of training, numbered by the run's step.
 
     Args:
@@ -206,21 +218,17 @@ class StepCheckpoint(keras.callbacks.Callback):
     """
 
     def __init__(self, manager, steps_done, every, first_step, total_steps):
-        super().__init__()
+        super().__init__(first_step, total_steps)
         self.manager = manager
         self.steps_done = steps_done
         self.every = every
-        self.first_step = first_step
-        self.total_steps = total_steps
-        self.step = first_step
 
     def _save(self):
         self.steps_done.assign(self.step)
         self.manager.save(checkpoint_number=self.step)
 
     def on_train_batch_end(self, batch, logs=None):
-        previous, self.step = self.step, run_step(self.first_step, batch, self.total_steps)
-        if self.step // self.every > previous // self.every:  # a multiple of `every` reached in the call's steps
+        if self.reached_multiple(self.advance(batch), self.every):
             self._save()
 
     def on_train_end(self, logs=None):
@@ -234,7 +242,7 @@ class TrainingInterrupted(KeyboardInterrupt):
     where and how to resume."""
 
 
-class StopOnInterrupt(keras.callbacks.Callback):
+class StopOnInterrupt(RunStepCallback):
     """Turns Ctrl-C (SIGINT) into a stop between two steps, so it never lands inside a checkpoint write: the step
     running finishes (with its checkpoint, when one is due: put this callback after `StepCheckpoint`), then
     `TrainingInterrupted` is raised. A second Ctrl-C stops at once. Active only in the main thread.
@@ -245,10 +253,8 @@ class StopOnInterrupt(keras.callbacks.Callback):
     """
 
     def __init__(self, manager, first_step, total_steps):
-        super().__init__()
+        super().__init__(first_step, total_steps)
         self.manager = manager
-        self.first_step = first_step
-        self.total_steps = total_steps
         self._interrupted = False
         self._previous_handler = None
 
@@ -271,12 +277,12 @@ class StopOnInterrupt(keras.callbacks.Callback):
             self._previous_handler = None
 
     def on_train_batch_end(self, batch, logs=None):
+        self.advance(batch)
         if not self._interrupted:
             return
         self.restore_handler()
-        step = run_step(self.first_step, batch, self.total_steps)
         latest = self.manager.latest_checkpoint
-        raise TrainingInterrupted(f"interrupted at step {step} of {self.total_steps}; last checkpoint: "
+        raise TrainingInterrupted(f"interrupted at step {self.step} of {self.total_steps}; last checkpoint: "
                                   f"{latest or 'none (the run starts over)'}; run the same command to resume")
 
 

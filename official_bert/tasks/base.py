@@ -49,6 +49,7 @@ class Task:
             `official_bert.tokenizer_kinds.TOKENIZER_KINDS` ("wordpiece": BERT and DistilBERT, "bpe": RoBERTa's
             byte-level BPE, "sentencepiece": ALBERT's). A task that uses only `RunContext.text_preprocessor()` takes
             all three; one that needs WordPiece's `##` pieces or token offsets lists those it handles.
+        steps_per_loop: training steps per call into TensorFlow (Keras' `steps_per_execution`).
     """
 
     kind = None
@@ -57,6 +58,7 @@ class Task:
     needs_init_checkpoint = True
     needs_vocab = True
     tokenizer_kinds = (WORDPIECE,)
+    steps_per_loop = 1
 
     def model_config(self):
         """The `BertConfig` the task asks for; None (the default): the init checkpoint's."""
@@ -151,8 +153,8 @@ class Task:
         return resumable_stream(make_batches, context.strategy, context.config)
 
     def compile_options(self):
-        """Extra `Model.compile` keyword arguments (e.g. steps_per_execution); default none."""
-        return {}
+        """Extra `Model.compile` keyword arguments; default: `steps_per_execution`, the task's `steps_per_loop`."""
+        return {"steps_per_execution": self.steps_per_loop}
 
     def fit_options(self, total_steps):
         """Extra `training.fit_resumable` keyword arguments (callbacks, verbose); default none."""

@@ -67,10 +67,12 @@ def metrics_logger(every, total_steps):
     TensorBoard point) averages the steps since the previous one rather than the whole run."""
     import keras
 
+    from official_bert.training import run_step
+
     class MetricsLogger(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            # The run's step: `fit` runs the remaining steps (Keras' `params["steps"]`); `batch` is the call's last.
-            step = total_steps - self.params["steps"] + batch + 1
+            # `fit_resumable`'s `fit` runs the run's remaining steps (Keras' `params["steps"]`).
+            step = run_step(total_steps - self.params["steps"], batch, total_steps)
             if logs and (step % every == 0 or step >= total_steps):
                 logger.info("step %d/%d: %s", step, total_steps,
                             ", ".join(f"{k}={float(v):.4f}" for k, v in sorted(logs.items())))
@@ -217,9 +219,6 @@ class PretrainingTask(Task):
 
     def resumable_stream(self, make_batches, context):
         return make_batches  # already `f(skip_batches)`, distributed per host
-
-    def compile_options(self):
-        return {"steps_per_execution": self.steps_per_loop}
 
     def fit_options(self, total_steps):
         return {"verbose": 0, "callbacks": [metrics_logger(self.log_steps, total_steps)]}

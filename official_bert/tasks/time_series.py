@@ -157,9 +157,6 @@ class TimeSeriesClassificationTask(Task):
     def task_info(self):
         return dict(self._info)
 
-    def compile_options(self):
-        return {"steps_per_execution": self.steps_per_loop}
-
     def train_sources(self):
         return [self.files["train"]]
 
