@@ -34,6 +34,14 @@ def check_training_examples(source, usable, read, what="examples", why="unusable
                          f"{why}); at least {MIN_USABLE_SHARE:.0%} must be")
 
 
+def checked_steps_per_loop(steps_per_loop):
+    """`steps_per_loop` (a task's training steps per call into TensorFlow) as given; ValueError, naming the flag,
+    unless it is at least 1 (0 would divide the run's steps by zero)."""
+    if steps_per_loop < 1:
+        raise ValueError(f"--steps_per_loop must be at least 1, got {steps_per_loop}")
+    return steps_per_loop
+
+
 class Task:
     """Base class of the task objects.
 

@@ -6,7 +6,7 @@ import warnings
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
-from official_bert.tasks.base import BPE, TOKENIZER_KINDS, Task
+from official_bert.tasks.base import BPE, TOKENIZER_KINDS, Task, checked_steps_per_loop
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +119,8 @@ class PretrainingTask(Task):
         self.bert_config_file, self.preset = bert_config_file, preset
         self.max_predictions_per_seq, self.masked_lm_prob = max_predictions_per_seq, masked_lm_prob
         self.do_whole_word_mask, self.num_warmup_steps = do_whole_word_mask, num_warmup_steps
-        self.steps_per_loop, self.log_steps, self.max_eval_steps = steps_per_loop, log_steps, max_eval_steps
+        self.steps_per_loop = checked_steps_per_loop(steps_per_loop)
+        self.log_steps, self.max_eval_steps = log_steps, max_eval_steps
         self.objective = objective
         self.train_paths = self.eval_paths = None
         self.bert_config = None  # the model's, given to read_data

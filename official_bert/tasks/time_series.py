@@ -9,7 +9,7 @@ import numpy as np
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
 from official_bert.task_kinds import TIME_SERIES
-from official_bert.tasks.base import Task, check_training_examples
+from official_bert.tasks.base import Task, check_training_examples, checked_steps_per_loop
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +66,7 @@ class TimeSeriesClassificationTask(Task):
         self.norm_first, self.key_keep_prob = bool(norm_first), float(key_keep_prob)
         self.classifier_dropout, self.max_time = float(classifier_dropout), max_time
         self.init_scheme = init_scheme
-        if steps_per_loop < 1:
-            raise ValueError(f"--steps_per_loop must be at least 1, got {steps_per_loop}")
-        self.steps_per_loop = steps_per_loop
+        self.steps_per_loop = checked_steps_per_loop(steps_per_loop)
         self._splits, self._info, self._recorded = {}, None, None
 
     def validate(self, config):

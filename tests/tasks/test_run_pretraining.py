@@ -233,6 +233,16 @@ def test_a_glob_matching_nothing_is_an_error(corpus, tmp_path):
     assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in str(error.value)
 
 
+def test_steps_per_loop_below_one_is_refused_in_one_line():
+    """`--steps_per_loop=0` would divide the run's steps by zero: refused when the task is made, as the time-series
+    task refuses it."""
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    for value in (0, -2):
+        with pytest.raises(ValueError, match=f"--steps_per_loop must be at least 1, got {value}"):
+            PretrainingTask(input_files="unused-*.tfrecord", preset="bert_tiny", steps_per_loop=value)
+
+
 @pytest.mark.parametrize("flag,settings", [("num_train_steps", {"num_train_steps": 10}),
                                            ("checkpoint_steps", {"num_train_steps": 8, "checkpoint_steps": 6})])
 def test_steps_per_loop_must_divide_the_runs_steps_checkpoints_and_log_lines(flag, settings):
