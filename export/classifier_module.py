@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule, with_labels_file
+from export.traced_once import TracedOnce
 from official_bert.data.padding import trim_inputs
 
 
@@ -50,10 +51,10 @@ class ClassifierModule(ServingModule):
                  multi_label=False, threshold=0.5):
         super().__init__(preprocessor, text_features, assets, name="classifier", jit_compile=jit_compile)
         self.model = model
-        self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
-            lambda inputs: self.model(inputs, training=False),
-            lambda inputs: self.model(inputs, training=False, real_tokens=True),
-            jit_compile, per_token=False)
+        self._model = TracedOnce(lambda inputs: self.model(inputs, training=False))  # (reads self.model when traced)
+        self._at_request_length = RequestLengthModel(
+            self._model, TracedOnce(lambda inputs: self.model(inputs, training=False, real_tokens=True)), jit_compile,
+            per_token=False)
         self.is_regression = bool(is_regression)
         self.multi_label, self.threshold = bool(multi_label), float(threshold)
         self.label_names = [str(name) for name in label_names]
@@ -86,7 +87,7 @@ class ClassifierModule(ServingModule):
         return {**self.answer_tokens(trim_inputs(packed)[0]), "truncated": truncated}  # at (batch, longest)
 
     def answer_tokens(self, inputs):
-        return self._answer(self.model(inputs, training=False))
+        return self._answer(self._model(inputs))
 
     def _answer(self, logits):
         """The outputs from the logits, (batch, classes) float32."""

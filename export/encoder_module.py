@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule
+from export.traced_once import TracedOnce
 from official_bert.pipelines.embedder import masked_mean  # the Embedder's pooling, so both compute the same
 
 
@@ -38,9 +39,11 @@ class EncoderModule(ServingModule):
     def __init__(self, encoder, preprocessor, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="encoder", jit_compile=jit_compile)
         self.encoder = encoder
-        self._at_request_length = RequestLengthModel(  # (reads self.encoder when traced)
-            lambda inputs: self.encoder(inputs, training=False)["sequence_output"],
-            lambda inputs: self.encoder(inputs, training=False, real_tokens=True)["sequence_output"], jit_compile)
+        self._encoder = TracedOnce(lambda inputs: self.encoder(inputs, training=False))  # (reads it when traced)
+        self._at_request_length = RequestLengthModel(
+            lambda inputs: self._encoder(inputs)["sequence_output"],
+            TracedOnce(lambda inputs: self.encoder(inputs, training=False, real_tokens=True)["sequence_output"]),
+            jit_compile)
         self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
 
     def _embed(self, text):
@@ -62,7 +65,7 @@ class EncoderModule(ServingModule):
         return super().warmup_requests() + [("embed", {"text": np.array(self.warmup_texts()["text"], dtype=object)})]
 
     def answer_tokens(self, inputs):
-        outputs = self.encoder(inputs, training=False)
+        outputs = self._encoder(inputs)
         sequence_output = outputs["sequence_output"]  # (batch, seq, hidden)
         mean = masked_mean(sequence_output, inputs["input_mask"])  # (batch, hidden)
         return {"sequence_output": sequence_output, "pooled_output": outputs["pooled_output"],

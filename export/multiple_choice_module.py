@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from export.preprocessing import token_input_specs
 from export.serving_module import ServingModule
+from export.traced_once import TracedOnce
 from official_bert.data.multiple_choice_dataset import pack_choices, trim_choice_padding
 from official_bert.models.encoder import ENCODER_INPUTS
 
@@ -55,6 +56,7 @@ class MultipleChoiceModule(ServingModule):
     def __init__(self, model, preprocessor, assets):
         super().__init__(preprocessor, (CONTEXT, CHOICES), assets, name="multiple_choice")
         self.model = model
+        self._model = TracedOnce(lambda inputs: self.model(inputs, training=False))  # (reads self.model when traced)
         context_spec = tf.TensorSpec([None], tf.string, name=CONTEXT)
         token_specs = {name: tf.TensorSpec([None, None, spec.shape[1]], tf.int32, name=name)
                        for name, spec in token_input_specs(preprocessor.seq_length).items()}
@@ -89,7 +91,7 @@ class MultipleChoiceModule(ServingModule):
         return cls(loaded.model, cls.preprocessor_for(loaded, seq_length), assets)
 
     def answer_tokens(self, inputs):
-        scores = self.model(inputs, training=False)  # (batch, choices) float32; missing choices -1e9
+        scores = self._model(inputs)  # (batch, choices) float32; missing choices -1e9
         return {"scores": scores, "probabilities": tf.nn.softmax(scores, axis=-1),
                 "label_id": tf.argmax(scores, axis=-1, output_type=tf.int32)}
 

@@ -38,6 +38,7 @@ import tensorflow as tf
 from export.serving_module import ServingModule
 from export.squad_windows import best_rows, doc_stride_windows, first_argmax, max_context_mask, smallest
 from export.tagger_module import LEADING_WHITESPACE
+from export.traced_once import TracedOnce
 from official_bert.data.padding import trim_inputs, zeros_after
 from official_bert.data.squad import special_tokens_between
 from official_bert.text.ragged_ops import characters_before, row_lengths, slice_rows
@@ -141,6 +142,7 @@ class SquadModule(ServingModule):
             raise ValueError(f"doc_stride and max_windows must be at least 1, got {doc_stride} and {max_windows}")
         super().__init__(preprocessor, ("question", "context"), assets, name="squad")
         self.model = model
+        self._model = TracedOnce(lambda inputs: self.model(inputs, training=False))  # (reads self.model when traced)
         self.max_query_length = int(max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.version_2_with_negative = bool(version_2_with_negative)
@@ -178,10 +180,12 @@ class SquadModule(ServingModule):
         """Each packed window's logits and best span (`best_spans`): a dict of [windows, ...] Tensors. `trim`: run
         the model at the longest packed window, the logits 0 after it (outside every context)."""
         if trim:
-            logits = self.model(trim_inputs(inputs)[0], training=False)  # (windows, longest) each
+            logits = self._model(trim_inputs(inputs)[0])  # (windows, longest) each
             logits = {name: zeros_after(logits[name], self.seq_length) for name in ("start_logits", "end_logits")}
         else:
-            logits = self.model(inputs, training=False)
+            logits = self._model(inputs)  # traced for any length: the static (windows, seq) comes back here
+            for name in ("start_logits", "end_logits"):
+                logits[name].set_shape(inputs["input_word_ids"].shape)
         start_logits, end_logits = logits["start_logits"], logits["end_logits"]  # (windows, seq) each
         start, end, score = best_spans(start_logits, end_logits, start_mask, end_mask, self.max_answer_length)
         return {"start_logits": start_logits, "end_logits": end_logits, "score": score, "start": start, "end": end,

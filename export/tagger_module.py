@@ -30,6 +30,7 @@ import tensorflow as tf
 
 from export.request_length import RequestLengthModel
 from export.serving_module import ServingModule, with_labels_file
+from export.traced_once import TracedOnce
 from export.warmup import SAMPLE_TEXTS
 from export.word_windows import word_windows
 from official_bert.data.padding import trim_inputs, zeros_after
@@ -145,10 +146,9 @@ class TaggerModule(ServingModule):
     def __init__(self, model, preprocessor, label_names, assets, jit_compile=False):
         super().__init__(preprocessor, ("text",), assets, name="tagger", jit_compile=jit_compile)
         self.model = model
-        self._at_request_length = RequestLengthModel(  # (reads self.model when traced)
-            lambda inputs: self.model(inputs, training=False),
-            lambda inputs: self.model(inputs, training=False, real_tokens=True),
-            jit_compile)
+        self._model = TracedOnce(lambda inputs: self.model(inputs, training=False))  # (reads self.model when traced)
+        self._at_request_length = RequestLengthModel(
+            self._model, TracedOnce(lambda inputs: self.model(inputs, training=False, real_tokens=True)), jit_compile)
         self.label_names = [str(name) for name in label_names]
         if model.num_labels != len(self.label_names):
             raise ValueError(f"the model has {model.num_labels} labels, but {len(self.label_names)} label names")
@@ -174,7 +174,7 @@ class TaggerModule(ServingModule):
         return super().warmup_requests() + [("serving_default", {"text": np.array([long_text], dtype=object)})]
 
     def answer_tokens(self, inputs):
-        logits = self.model(inputs, training=False)  # (batch, seq, labels)
+        logits = self._model(inputs)  # (batch, seq, labels)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (batch, seq)
         return {"logits": logits, "token_labels": tf.gather(tf.constant(self.label_names), best)}
 
@@ -219,7 +219,7 @@ class TaggerModule(ServingModule):
             logits, _ = self._at_request_length(inputs)  # (windows, longest, labels)
             logits = zeros_after(logits, self.seq_length)  # (windows, seq, labels)
         else:  # TFLite: the model at the longest window's length (no real-token path: its gathers and cond)
-            logits = zeros_after(self.model(trim_inputs(inputs)[0], training=False), self.seq_length)
+            logits = zeros_after(self._model(trim_inputs(inputs)[0]), self.seq_length)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (windows, seq)
         word_label = tf.gather_nd(best, tf.stack([window, offset + 1], axis=1))  # (words,) +1: [CLS]
         first_window = tf.gather(tf.concat([window, tf.zeros([1], tf.int64)], axis=0), word_splits[:-1])  # (batch,)

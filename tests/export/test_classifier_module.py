@@ -82,20 +82,25 @@ def test_raw_text_and_its_tflite_form_run_at_the_longest_text(tmp_path, vocab_fi
     info = {"task": "SST-2", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     model_dir, model = _classifier_dir(tmp_path / "sst2", info, 2, vocab_file, seed=5)
     module = build_module(str(model_dir), str(tmp_path))
-    seen_lengths = []  # the static sequence length each traced graph feeds the model
+    ran_at = tf.Variable(0)  # the sequence length of the model's last run, written as it runs
 
     class RecordingModel:
         def __call__(self, inputs, **kwargs):
-            seen_lengths.append(inputs["input_word_ids"].shape[1])
+            ran_at.assign(tf.shape(inputs["input_word_ids"])[1])
             return model(inputs, **kwargs)  # real_tokens=True: the raw-text graph's branch for batches with padding
 
     module.model = RecordingModel()  # before the functions' first trace
-    short = tf.constant(SST2_TEXTS[:2])  # 10 and 5 pieces: packed [CLS] ... [SEP] = 12 and 7
-    served = module.serving_default.get_concrete_function()(short)
-    lite = module.tflite_serving_default.get_concrete_function()(short)
+    short = tf.constant(SST2_TEXTS[:2])
+    lengths = list(_packed(vocab_file, SST2_TEXTS[:2], 24)["input_mask"].numpy().sum(axis=1))
+    assert lengths == [12, 10]  # [CLS] ... [SEP], of 24
+    # The raw-text graph runs at the longest text (both branches: with padding and without), and so does TFLite's.
+    served = module.serving_default(short)
+    assert ran_at.numpy() == 12
+    module.serving_default(short[1:])
+    assert ran_at.numpy() == 10
+    lite = module.tflite_serving_default(short)
+    assert ran_at.numpy() == 12
     assert module.tflite_serving_default is not module.serving_default
-    # The raw-text graph slices to the longest text (both branches: with and without padding), and so does TFLite's.
-    assert seen_lengths == [None, None, None]
     logits = model(_packed(vocab_file, SST2_TEXTS[:2], 24), training=False).numpy()
     np.testing.assert_allclose(served["logits"].numpy(), logits, atol=1e-5, rtol=0)
     np.testing.assert_allclose(lite["logits"].numpy(), logits, atol=1e-5, rtol=0)
