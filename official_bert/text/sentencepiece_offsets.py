@@ -54,7 +54,8 @@ class SentencepieceOffsets:
         self._keys = eager_constant(np.asarray(keys or [-1], np.int32))  # (rules,) sorted code points
         self._out_splits = eager_constant(
             np.cumsum([0] + [len(o) for o in outputs] + ([0] if not keys else []), dtype=np.int32))
-        self._out_values = eager_constant(np.asarray(sum(outputs, []) or [0], np.int32))  # (characters,)
+        flat = [code for output in outputs for code in output]  # (sum(outputs, []) is quadratic: 1.5 s on ALBERT's)
+        self._out_values = eager_constant(np.asarray(flat or [0], np.int32))  # (characters,)
         single = sorted({ord(p) for p, t in zip(kernel_model.pieces, kernel_model.types)
                          if len(p) == 1 and t in (NORMAL, USER_DEFINED)})  # one-character pieces the kernel matches
         self._single_piece_chars = eager_constant(np.asarray(single or [-1], np.int32))

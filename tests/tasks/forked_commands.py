@@ -1,5 +1,6 @@
-"""`python -m <module> <args>` command lines run as children of one process that imports TensorFlow once: each
-child runs the module as `-m` does (`runpy`, as `__main__`), with its own stdout, stderr and exit status.
+"""`python -m <module> <args>` command lines run as children of one process that imports TensorFlow, tensorflow_text
+and the library's runner once (no op runs before the forks): each child runs the module as `-m` does (`runpy`, as
+`__main__`), with its own stdout, stderr and exit status.
 
 A command may end with a kill condition `(model_dir, step)`: the parent, polling every 5 ms, SIGKILLs the running
 child as soon as `<model_dir>/checkpoints/checkpoint` names ckpt-<step> (or a later one) as the latest checkpoint,
@@ -15,7 +16,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _SCRIPT = """
 import json, os, re, runpy, shutil, signal, sys, time
-import official_bert  # TensorFlow, once; no op runs before the forks
+import official_bert, official_bert.pipelines, official_bert.runner, official_bert.text  # once; no op runs
 
 def latest_checkpoint(model_dir):
     try:
