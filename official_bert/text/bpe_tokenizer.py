@@ -9,6 +9,7 @@ import tensorflow as tf
 from official_bert.text import byte_level
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
+from official_bert.text.vocab import PieceTable
 
 REQUIRED_TOKENS = ("<s>", "</s>", "<pad>")
 _NO_MERGE = np.iinfo(np.int32).max
@@ -90,10 +91,10 @@ class BytePairTokenizer(keras.layers.Layer):
         if missing:
             raise ValueError(f"{source} lacks the special token(s) {', '.join(missing)}; RoBERTa needs "
                              f"{', '.join(REQUIRED_TOKENS)}")
-        self._token_to_id = token_to_id
-        self._tokens = [None] * (max(token_to_id.values()) + 1)
+        tokens = [None] * (max(token_to_id.values()) + 1)
         for token, index in token_to_id.items():
-            self._tokens[index] = token
+            tokens[index] = token
+        self._pieces = PieceTable(tokens, token_to_id)
         self._byte_ids = eager_constant(self._byte_symbol_ids(source))
         self._merge_keys, self._merge_ranks, self._merge_ids = map(
             eager_constant, self._merge_table(pairs, merges_file or "merges"))
@@ -101,25 +102,25 @@ class BytePairTokenizer(keras.layers.Layer):
 
     def _byte_symbol_ids(self, source):
         """(256,) int32: the id of each byte's symbol; a byte whose symbol is not in the vocab maps to <unk>."""
-        unk = self._token_to_id.get("<unk>")
+        unk = self._pieces.token_to_id.get("<unk>")
         ids = []
         for byte, char in byte_level.bytes_to_unicode().items():
-            if char not in self._token_to_id and unk is None:
+            if char not in self._pieces.token_to_id and unk is None:
                 raise ValueError(f"{source} lacks the symbol {char!r} of byte 0x{byte:02x}, and has no <unk>")
-            ids.append(self._token_to_id.get(char, unk))
+            ids.append(self._pieces.token_to_id.get(char, unk))
         return np.asarray(ids, np.int32)
 
     def _merge_table(self, pairs, source):
         """Sorted int64 keys `left * vocab_size + right`, with each merge's rank and merged id (int32)."""
-        size = len(self._tokens)
+        size = len(self._pieces.tokens)
         table = {}
         for rank, (left, right) in enumerate(pairs):
             for token in (left, right, left + right):
-                if token not in self._token_to_id:
+                if token not in self._pieces.token_to_id:
                     raise ValueError(f"{source}: merge {rank + 1} ({left} {right}) uses {token!r}, which is not "
                                      "in the vocab")
-            key = self._token_to_id[left] * size + self._token_to_id[right]
-            table[key] = (rank, self._token_to_id[left + right])  # a repeated pair: the last wins, as tokenizers
+            key = self._pieces.token_to_id[left] * size + self._pieces.token_to_id[right]
+            table[key] = (rank, self._pieces.token_to_id[left + right])  # a repeated pair: the last wins, as tokenizers
         keys = np.asarray(sorted(table), np.int64)
         values = np.asarray([table[k] for k in keys], np.int32).reshape(-1, 2)
         if not len(keys):  # a lookup needs one entry: a key no pair has
@@ -128,11 +129,11 @@ class BytePairTokenizer(keras.layers.Layer):
 
     @property
     def vocab_size(self):
-        return len(self._tokens)
+        return len(self._pieces.tokens)
 
     def get_vocab(self):
         """Returns the tokens, a list of str whose index is the id (None where the vocab has no such id)."""
-        return list(self._tokens)
+        return list(self._pieces.tokens)
 
     def get_special_tokens_dict(self):
         """Returns the ids the packer and the pre-training masker need.
@@ -141,11 +142,11 @@ class BytePairTokenizer(keras.layers.Layer):
             dict with `vocab_size`, `start_of_sequence_id` (<s>), `end_of_segment_id` (</s>), `padding_id` (<pad>),
             and `unk_id` (<unk>), `mask_id` (<mask>) where the vocab has them.
         """
-        special = {"vocab_size": self.vocab_size, "start_of_sequence_id": self._token_to_id["<s>"],
-                   "end_of_segment_id": self._token_to_id["</s>"], "padding_id": self._token_to_id["<pad>"]}
+        special = {"vocab_size": self.vocab_size, "start_of_sequence_id": self._pieces.token_to_id["<s>"],
+                   "end_of_segment_id": self._pieces.token_to_id["</s>"], "padding_id": self._pieces.token_to_id["<pad>"]}
         for key, token in (("unk_id", "<unk>"), ("mask_id", "<mask>")):
-            if token in self._token_to_id:
-                special[key] = self._token_to_id[token]
+            if token in self._pieces.token_to_id:
+                special[key] = self._pieces.token_to_id[token]
         return special
 
     def call(self, inputs, with_offsets=False):

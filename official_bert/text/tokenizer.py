@@ -13,7 +13,7 @@ from tensorflow_text.python.ops.fast_wordpiece_tokenizer import gen_fast_wordpie
 from official_bert.text import normalizer_model, unicode_data
 from official_bert.text.eager_constants import eager_constant
 from official_bert.text.ragged_ops import row_ids
-from official_bert.text.vocab import SUFFIX_INDICATOR, is_suffix_piece, load_vocab
+from official_bert.text.vocab import SUFFIX_INDICATOR, PieceTable, is_suffix_piece, load_vocab
 
 REQUIRED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
@@ -83,9 +83,8 @@ class BertTokenizer(keras.layers.Layer):
         self.vocab = None if vocab_file is not None else tokens
         self.lower_case = lower_case
         self.max_chars_per_word = max_chars_per_word
-        self._tokens = tokens
-        self._token_to_id = {t: i for i, t in reversed(list(enumerate(tokens)))}  # first occurrence wins
-        self._unk_id = self._token_to_id["[UNK]"]
+        self._pieces = PieceTable(tokens)  # a repeated piece: its first id
+        self._unk_id = self._pieces.token_to_id["[UNK]"]
         normalizer, bounds = _normalizer_models(lower_case, tuple(tokens))
         self._normalizer_model, self._bounds_model = eager_constant(normalizer), eager_constant(bounds)
         # Up to 4 bytes per character: no word within the character limit is cut by the byte limit.
@@ -97,11 +96,11 @@ class BertTokenizer(keras.layers.Layer):
 
     @property
     def vocab_size(self):
-        return len(self._tokens)
+        return len(self._pieces.tokens)
 
     def get_vocab(self):
         """Returns the tokens, a list of str whose index is the id."""
-        return list(self._tokens)
+        return list(self._pieces.tokens)
 
     def get_special_tokens_dict(self):
         """Returns the ids BertPackInputs and the pre-training masker need.
@@ -112,13 +111,13 @@ class BertTokenizer(keras.layers.Layer):
         """
         special = {
             "vocab_size": self.vocab_size,
-            "start_of_sequence_id": self._token_to_id["[CLS]"],
-            "end_of_segment_id": self._token_to_id["[SEP]"],
-            "padding_id": self._token_to_id["[PAD]"],
+            "start_of_sequence_id": self._pieces.token_to_id["[CLS]"],
+            "end_of_segment_id": self._pieces.token_to_id["[SEP]"],
+            "padding_id": self._pieces.token_to_id["[PAD]"],
             "unk_id": self._unk_id,
         }
-        if "[MASK]" in self._token_to_id:
-            special["mask_id"] = self._token_to_id["[MASK]"]
+        if "[MASK]" in self._pieces.token_to_id:
+            special["mask_id"] = self._pieces.token_to_id["[MASK]"]
         return special
 
     def call(self, inputs, with_offsets=False):

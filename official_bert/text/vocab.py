@@ -29,6 +29,25 @@ def load_vocab(vocab_file) -> List[str]:
     return [line.rstrip("\r\n") for _, line in read_lines(vocab_file)]
 
 
+class PieceTable:
+    """A vocabulary's pieces by id and ids by piece, in one plain object for a tokenizer layer to hold.
+
+    A Keras layer tracks each attribute that is a list, tuple or dict element by element (BERT's 30,522 pieces as a
+    list and a dict: 61,000 calls, 0.5 s of a 0.7 s tokenizer build); it leaves other objects alone.
+
+    Args:
+        tokens: the pieces, index = id (None at an id no piece has).
+        token_to_id: piece -> id; default: from `tokens`, the first id of a piece listed twice.
+    """
+
+    __slots__ = ("tokens", "token_to_id")
+
+    def __init__(self, tokens, token_to_id=None):
+        self.tokens = tuple(tokens)
+        self.token_to_id = dict(token_to_id) if token_to_id is not None else {
+            token: i for i, token in reversed(list(enumerate(self.tokens)))}
+
+
 def is_suffix_piece(tokens: Sequence[str]) -> np.ndarray:
     """Which tokens continue a word: bool (vocab,), True on `##` pieces (the bare `##` itself starts one).
 
