@@ -79,11 +79,16 @@ def untrack_variable(layer, variable):
 # --- Models: the TF trainer's symbolic build (models/task_model.py, models/pretrainer.py) -------------------------
 # Why: on the TensorFlow backend, `fit`/`evaluate` call `Model._maybe_symbolic_build`, which builds the compiled
 # loss and metrics from a sample batch after `strategy.reduce("MEAN", batch)` across replicas; under
-# MultiWorkerMirroredStrategy that reduce fails on a dict of inputs. Only the batch's shapes and dtypes matter.
+# MultiWorkerMirroredStrategy that reduce fails on a dict of inputs. Only the batch's shapes and dtypes matter, so
+# they are read from the dataset's `element_spec` where it holds plain `tf.TensorSpec`s (one device a worker): Keras
+# would open an iterator for the sample batch, start the input pipeline and drop it (0.4 s of a 4.8 s tiny
+# fine-tuning run). A distributed dataset on several local devices (`PerReplicaSpec`s) gives one replica's share of
+# the first batch instead.
 # Uses `Model._distribute_strategy` (set when the model was made under a strategy's scope), the epoch iterator's
-# `(first_step, last_step, batches)` items, `_maybe_symbolic_build` and `_compile_loss`/`_compile_metrics`.
-# Checked on Keras 3.15.1, TensorFlow 2.21.0. If it breaks: read the new `_maybe_symbolic_build` in
-# keras/src/backend/tensorflow/trainer.py; tests/tasks/test_run_*.py train under MultiWorkerMirroredStrategy.
+# `data_adapter` and `(first_step, last_step, batches)` items, `_maybe_symbolic_build` and
+# `_compile_loss`/`_compile_metrics`. Checked on Keras 3.15.1, TensorFlow 2.21.0. If it breaks: read the new
+# `_maybe_symbolic_build` in keras/src/backend/tensorflow/trainer.py; tests/tasks/test_run_*.py train under
+# MultiWorkerMirroredStrategy.
 
 
 def symbolic_build(parent, iterator=None, data_batch=None):
@@ -92,8 +97,8 @@ def symbolic_build(parent, iterator=None, data_batch=None):
 
 
 def symbolic_build_from_local_batch(model, parent, iterator=None, data_batch=None):
-    """Keras' symbolic build of `model` from this replica's share of the first batch rather than the batch
-    reduced across replicas.
+    """Keras' symbolic build of `model` from the dataset's element specs, or else this replica's share of the first
+    batch, rather than the batch reduced across replicas.
 
     Args:
         model: the model being fit or evaluated.
@@ -104,6 +109,9 @@ def symbolic_build_from_local_batch(model, parent, iterator=None, data_batch=Non
     if iterator is not None and data_batch is None and model._distribute_strategy is not None:
         import tensorflow as tf
 
+        spec = iterator.data_adapter.get_tf_dataset().element_spec
+        if all(isinstance(leaf, tf.TensorSpec) for leaf in keras.tree.flatten(spec)):
+            return symbolic_build(parent, data_batch=spec)  # Keras reads only each leaf's shape and dtype
         local = model.distribute_strategy.experimental_local_results
         for _, _, batches in iterator:
             data_batch = keras.tree.map_structure(

@@ -99,7 +99,7 @@ def test_a_built_layer_swaps_a_variable_and_is_locked_again():
 
 
 @pytest.mark.slow
-def test_the_symbolic_build_under_a_strategy_sees_one_replicas_share_of_the_first_batch():
+def test_the_symbolic_build_under_a_strategy_reads_the_specs_or_one_replicas_share_of_the_first_batch():
     # With Keras' own build the sample batch is the replicas' mean, rows 0-1 averaged with rows 2-3.
     stdout, _ = _run_script("""
         import json
@@ -115,18 +115,23 @@ def test_the_symbolic_build_under_a_strategy_sees_one_replicas_share_of_the_firs
                 return "mse"
 
             def _symbolic_build(self, iterator=None, data_batch=None):
-                seen.append(np.asarray(data_batch[0]["a"]).tolist())
+                a = data_batch[0]["a"]
+                seen.append(str(a) if isinstance(a, tf.TensorSpec) else np.asarray(a).tolist())
                 return super()._symbolic_build(iterator=iterator, data_batch=data_batch)
 
-        with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
-            inputs = {"a": keras.Input((2,), name="a")}
-            model = Probe(inputs, keras.layers.Dense(1)(inputs["a"]))
-            model.compile(optimizer="sgd")
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
         x = {"a": np.arange(8, dtype="float32").reshape(4, 2)}
-        model.fit(x, np.zeros((4, 1), "float32"), batch_size=4, epochs=1, shuffle=False, verbose=0)
+        dataset = tf.data.Dataset.from_tensor_slices((x, np.zeros((4, 1), "float32"))).batch(4)
+        for data in (dataset, strategy.experimental_distribute_dataset(dataset)):  # specs; per-replica specs
+            with strategy.scope():
+                inputs = {"a": keras.Input((2,), name="a")}
+                model = Probe(inputs, keras.layers.Dense(1)(inputs["a"]))
+                model.compile(optimizer="sgd")
+            model.fit(data, epochs=1, verbose=0)
         print(json.dumps(seen))
     """)
-    assert json.loads(stdout.strip().splitlines()[-1]) == [[[0.0, 1.0], [2.0, 3.0]]]
+    assert json.loads(stdout.strip().splitlines()[-1]) == [
+        "TensorSpec(shape=(None, 2), dtype=tf.float32, name=None)", [[0.0, 1.0], [2.0, 3.0]]]
 
 
 def test_compile_without_loss_or_metrics_is_told_apart():
