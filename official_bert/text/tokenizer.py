@@ -85,10 +85,10 @@ class BertTokenizer(keras.layers.Layer):
         self.max_chars_per_word = max_chars_per_word
         self._pieces = PieceTable(tokens)  # a repeated piece: its first id
         self._unk_id = self._pieces.token_to_id["[UNK]"]
-        normalizer, bounds = _normalizer_models(lower_case, tuple(tokens))
+        normalizer, bounds = _normalizer_models(lower_case, self._pieces.tokens)
         self._normalizer_model, self._bounds_model = eager_constant(normalizer), eager_constant(bounds)
         # Up to 4 bytes per character: no word within the character limit is cut by the byte limit.
-        self._wordpiece_model = eager_constant(_wordpiece_model(tuple(tokens), 4 * max_chars_per_word))
+        self._wordpiece_model = eager_constant(_wordpiece_model(self._pieces.tokens, 4 * max_chars_per_word))
         is_suffix = is_suffix_piece(tokens)  # (vocab,)
         self._is_suffix = eager_constant(is_suffix)
         self._char_lengths = eager_constant(np.array(  # (vocab,) characters each piece covers in its word
