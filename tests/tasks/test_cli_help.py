@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 from tasks.common import RUN_FLAGS
 

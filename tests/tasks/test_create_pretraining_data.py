@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 from official_bert.data.pretraining_dataset import pretraining_dataset
 from official_bert.data.pretraining_vocab import MaskingVocab

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 TEXTS = [("Who was Jim Henson ?", "Jim Henson was a puppeteer"),

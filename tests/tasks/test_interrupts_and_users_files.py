@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]

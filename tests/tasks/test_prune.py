@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 from official_bert import model_dir as model_dirs
 from official_bert.runner import RunConfig, run

@@ -28,7 +28,7 @@ import signal
 import h5py
 import numpy as np
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 

@@ -7,7 +7,7 @@ import csv
 import json
 
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 MODULE = "tasks.run_multiple_choice"

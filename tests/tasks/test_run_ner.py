@@ -5,7 +5,7 @@ re-evaluation of the trained model_dir runs in-process (the runner, as the CLI c
 import json
 
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 from official_bert.data.conll import read_conll
 

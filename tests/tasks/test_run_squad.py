@@ -4,7 +4,7 @@ six command lines run as children of one process (`forked_commands`): TensorFlow
 import json
 
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 from official_bert.metrics.squad import evaluate
 

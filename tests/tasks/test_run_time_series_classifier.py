@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 MODULE = "tasks.run_time_series_classifier"
