@@ -16,10 +16,10 @@ from export.ops import ALLOWED_OPS, SAVER_OPS, TF_TEXT_OPS, disallowed_ops, grap
 from export.saved_model import save
 from export.warmup import WARMUP_FILE, read_warmup_file
 from official_bert.owned_files import RECORD_FILE
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIGNATURES = {"serving_default", "serve_examples", "serve_tokens"}
 
 
@@ -42,8 +42,9 @@ def conll_texts(shared_data):
 def test_cli_writes_the_next_version_with_assets_and_warmup(classifier_dir, vocab_file, tmp_path):
     base = tmp_path / "mrpc"
     (base / "3").mkdir(parents=True)  # an existing version: the next one is 4
-    result = subprocess.run([sys.executable, "-m", "export.saved_model", f"--model_dir={classifier_dir}",
-                             f"--export_dir={base}"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    (tmp_path / "forked").mkdir()
+    (result,) = run_forked([("export.saved_model", [f"--model_dir={classifier_dir}", f"--export_dir={base}"])],
+                           tmp_path / "forked")
     assert result.returncode == 0, result.stderr[-3000:]
     version = base / "4"
     assert sorted([n for n in os.listdir(base) if n != RECORD_FILE]) == ["3", "4"]  # no temporary directory left behind

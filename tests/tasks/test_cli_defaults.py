@@ -1,6 +1,8 @@
 """What a new user meets first: the design card's commands with few or no flags, and one-line errors. What a
 command line itself decides (defaults, usage errors, exit codes, stderr) runs as a command; a check of a task's
-setting runs that task in-process through the runner (what the CLI runs with the same flags)."""
+setting runs that task in-process through the runner (what the CLI runs with the same flags). The commands run as
+children of the worker's fork server (`forked_commands`), except the one about TensorFlow's start-up lines, which
+needs TensorFlow imported by the command itself."""
 
 import json
 import logging
@@ -11,12 +13,22 @@ import sys
 
 import pytest
 
+from tests.tasks.forked_commands import run_forked
+
 GLUE_DOWNLOAD_HOST = "dl.fbaipublicfiles.com"
 
 pytestmark = pytest.mark.slow
 
 
+def _forked(module, *args, cwd):
+    """The command's CompletedProcess, run in a child of the fork server (its outputs under `cwd`/.forked)."""
+    out_dir = cwd / ".forked"
+    out_dir.mkdir(exist_ok=True)
+    return run_forked([(module, list(args))], out_dir, cwd=cwd)[0]
+
+
 def _cli(module, *args, cwd):
+    """The command's CompletedProcess, run as a fresh `python -m`."""
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
@@ -40,7 +52,7 @@ def _online():
 
 @pytest.mark.skipif(_online(), reason="online: the command would download all of MNLI")
 def test_task_alone_uses_the_demo_checkpoint_and_says_offline_what_to_pass(tmp_path):
-    result = _cli("tasks.run_classifier", "--task=MNLI", f"--tfds_data_dir={tmp_path / 'tfds'}", cwd=tmp_path)
+    result = _forked("tasks.run_classifier", "--task=MNLI", f"--tfds_data_dir={tmp_path / 'tfds'}", cwd=tmp_path)
     error = _error_line(result)
     assert f"{GLUE_DOWNLOAD_HOST} cannot be reached" in error
     assert "--data_dir" in error and "--tfds_data_dir" in error
@@ -49,7 +61,7 @@ def test_task_alone_uses_the_demo_checkpoint_and_says_offline_what_to_pass(tmp_p
 
 
 def test_other_flags_without_task_are_a_usage_error_not_the_demo(tmp_path):
-    error = _error_line(_cli("tasks.run_classifier", "--num_train_steps=2", cwd=tmp_path))
+    error = _error_line(_forked("tasks.run_classifier", "--num_train_steps=2", cwd=tmp_path))
     assert "--task is required (given: --num_train_steps)" in error
     assert not (tmp_path / "out").exists()
 
@@ -106,11 +118,11 @@ def test_casing_travels_with_the_model_dir(shared_data, tiny_checkpoint, tmp_pat
 
 def test_export_with_no_flags_exports_the_demo_model_dir_or_says_what_to_pass(shared_data, tiny_checkpoint,
                                                                                tmp_path):
-    error = _error_line(_cli("export.saved_model", cwd=tmp_path))
+    error = _error_line(_forked("export.saved_model", cwd=tmp_path))
     assert "--model_dir is required" in error and "python -m tasks.run_classifier" in error
     demo_dir = tmp_path / "out" / "demo"
     _train_classifier(shared_data, tiny_checkpoint, demo_dir)
-    result = _cli("export.saved_model", cwd=tmp_path)
+    result = _forked("export.saved_model", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"exported {os.path.join('out', 'demo')} to {os.path.join('out', 'export', 'demo', '1')}" in result.stdout
     assert (tmp_path / "out" / "export" / "demo" / "1" / "saved_model.pb").is_file()

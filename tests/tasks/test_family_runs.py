@@ -14,6 +14,7 @@ from hf_references import roberta_checkpoint
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.text import load_preprocessor
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -132,20 +133,15 @@ def test_roberta_pretrains_from_text_files_with_dynamic_masking(trained, tmp_pat
 
 
 def test_extract_features_of_a_roberta_checkpoint_equal_transformers(trained, tmp_path):
-    import pathlib
-    import subprocess
-    import sys
-
     family, checkpoint, _, _ = trained
     if family != "roberta":
         pytest.skip("WordPiece families are covered by test_extract_features.py")
     texts = [("Who was Jim Henson ?", "Jim Henson was a puppeteer"), ("Zürich's café , 2 dogs!", None)]
     source, target = tmp_path / "input.txt", tmp_path / "features.npz"
     source.write_text("".join(f"{a} ||| {b}\n" if b else f"{a}\n" for a, b in texts), encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "tasks.extract_features", f"--input_file={source}",
-                             f"--output_file={target}", f"--init_checkpoint={checkpoint}", "--layers=-1,0",
-                             f"--max_seq_length={SEQ}"], cwd=pathlib.Path(__file__).resolve().parents[2],
-                            capture_output=True, text=True, timeout=300)
+    (result,) = run_forked([("tasks.extract_features", [f"--input_file={source}", f"--output_file={target}",
+                                                         f"--init_checkpoint={checkpoint}", "--layers=-1,0",
+                                                         f"--max_seq_length={SEQ}"])], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     features = np.load(target)
     reference = transformers.RobertaModel.from_pretrained(str(checkpoint)).eval()

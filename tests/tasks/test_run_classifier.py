@@ -1,6 +1,6 @@
-"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line, its refusal and
-multi-worker runs go through the CLI; the other runs go through the runner in-process (the same `RunConfig` the
-CLI builds from its flags). A killed run's resume is `tests/tasks/test_resume_every_entry_point.py`'s."""
+"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line and its refusal run
+as children of the worker's fork server (`forked_commands`), the multi-worker runs as fresh processes; the other
+runs go through the runner in-process (the same `RunConfig` the CLI builds from its flags). A killed run's resume is `tests/tasks/test_resume_every_entry_point.py`'s."""
 
 import json
 import os
@@ -13,26 +13,27 @@ import h5py
 import numpy as np
 import pytest
 
+from tests.tasks.forked_commands import run_forked
+
 pytestmark = pytest.mark.slow
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def _command(shared_data, checkpoint, model_dir, *extra):
-    return [sys.executable, "-m", "tasks.run_classifier", "--task=MRPC",
-            f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--init_checkpoint={checkpoint}",
+def _args(shared_data, checkpoint, model_dir, *extra):
+    return ["--task=MRPC", f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--init_checkpoint={checkpoint}",
             f"--model_dir={model_dir}", "--max_seq_length=32", "--train_batch_size=8", "--eval_batch_size=128",
             *extra]
 
 
-def _run(command):
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result
+def _forked(args, out_dir):
+    """`python -m tasks.run_classifier <args>` in a child of the fork server: its CompletedProcess."""
+    out_dir.mkdir()
+    return run_forked([("tasks.run_classifier", args)], out_dir)[0]
 
 
 def _run_in_process(data_dir, checkpoint, model_dir, task="MRPC", **settings):
-    """The runner, in-process, with `_command`'s settings unless `settings` replace them."""
+    """The runner, in-process, with `_args`' settings unless `settings` replace them."""
     from official_bert.runner import RunConfig, run
     from official_bert.tasks.classification import ClassificationTask
 
@@ -51,8 +52,12 @@ def _weights(model_dir):
 @pytest.fixture(scope="module")
 def mrpc_run(shared_data, tiny_checkpoint, tmp_path_factory):
     """One CLI run that trains 3 steps, evaluates and predicts: (model_dir, its CompletedProcess)."""
-    model_dir = tmp_path_factory.mktemp("cli") / "mrpc"
-    return model_dir, _run(_command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=3", "--do_predict"))
+    root = tmp_path_factory.mktemp("cli")
+    model_dir = root / "mrpc"
+    result = _forked(_args(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=3", "--do_predict"),
+                     root / "out")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir, result
 
 
 def test_train_evaluate_predict(shared_data, mrpc_run, tmp_path):
@@ -73,10 +78,9 @@ def test_train_evaluate_predict(shared_data, mrpc_run, tmp_path):
     assert (tmp_path / "again" / "model.weights.h5").is_file()
 
 
-def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, mrpc_run):
+def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, mrpc_run, tmp_path):
     model_dir = mrpc_run[0]  # trained with --max_seq_length=32
-    result = subprocess.run(_command(shared_data, tiny_checkpoint, model_dir, "--max_seq_length=48"), cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=600)
+    result = _forked(_args(shared_data, tiny_checkpoint, model_dir, "--max_seq_length=48"), tmp_path / "out")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: {model_dir} holds another training run: flags.max_seq_length was 32, this run has 48; pass "
@@ -160,8 +164,9 @@ def test_multi_worker_mirrored_only_the_chief_writes(shared_data, tiny_checkpoin
         temp.mkdir()
         env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
             {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        command = _command(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
-                           "--distribution_strategy=multi_worker_mirrored", "--do_predict")
+        command = [sys.executable, "-m", "tasks.run_classifier",
+                   *_args(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+                          "--distribution_strategy=multi_worker_mirrored", "--do_predict")]
         processes.append(subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True))
     try:
