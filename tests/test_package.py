@@ -1,10 +1,10 @@
 """`import official_bert` registers every Keras object of ours and exports the task models."""
 
 import pathlib
-import subprocess
-import sys
 
 import pytest
+
+from tests.tasks.forked_commands import run_python
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,8 @@ def _inputs():
             "input_mask": np.ones((2, 8), "int32"), "input_type_ids": np.zeros((2, 8), "int32")}
 
 
-# A fresh process that imports nothing of ours but the package itself.
+# A process that imports nothing of ours but the package itself (a child of the fork server that imported only
+# TensorFlow).
 LOAD = """
 import keras
 import numpy as np
@@ -54,8 +55,7 @@ print(int(model.optimizer.iterations.numpy()))
 
 
 def _python(code, *args):
-    return subprocess.run([sys.executable, "-c", "import sys\n" + code, *map(str, args)], cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=600)
+    return run_python(["-c", "import sys\n" + code, *args], cwd=REPO_ROOT)
 
 
 def test_a_compiled_model_saved_as_keras_reloads_after_importing_the_package(tmp_path):

@@ -1,11 +1,12 @@
-"""Runs exported SavedModels in a process that imports only tensorflow and tensorflow_text (not the project)."""
+"""Runs exported SavedModels in a process that imports only tensorflow and tensorflow_text (not the project): a child
+of the worker's "tensorflow" fork server (`forked_commands.run_python`)."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
+
+from tests.tasks.forked_commands import run_python
 
 _SCRIPT = textwrap.dedent("""
     import json, sys
@@ -52,8 +53,7 @@ def fresh_process_outputs(tmp_path, models):
         name -> {"signature/output": np.ndarray}.
     """
     models, request = _write_request(tmp_path, models)
-    result = subprocess.run([sys.executable, "-c", _SCRIPT, str(request)], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
+    result = run_python(["-c", _SCRIPT, request], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"  # no module of the project was imported
     return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}

@@ -1,4 +1,5 @@
-"""Runs exports through TF Serving's loader path, and through `tf.saved_model.load`, in a fresh process.
+"""Runs exports through TF Serving's loader path, and through `tf.saved_model.load`, in a process that imports only
+TensorFlow (a child of the worker's "tensorflow" fork server, `forked_commands.run_python`).
 
 TF Serving's C++ `LoadSavedModel` (and `saved_model_cli run`) restores the variables through the SavedModel's
 saver and runs each signature's tensors in a session; `tf.saved_model.load` (TF2) rebuilds the object graph
@@ -11,7 +12,6 @@ Run as a script: `python session_loader.py REQUEST.json` (see `session_and_eager
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -105,9 +105,9 @@ def session_and_eager_outputs(out_dir, exports, texts):
     request_file = out_dir / "request.json"
     request_file.write_text(json.dumps({"exports": exports, "texts": list(texts), "out": str(out_dir)}),
                             encoding="utf-8")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    result = subprocess.run([sys.executable, __file__, str(request_file)], cwd=out_dir, capture_output=True,
-                            text=True, timeout=900, env=env)
+    from tests.tasks.forked_commands import run_python
+
+    result = run_python([__file__, request_file], cwd=out_dir, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"  # no module of the project was imported
     answers = {}
@@ -136,13 +136,14 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "exp
 
 def tool_checks(version_dirs, script=""):
     """`../shared/tools/session_loader_check.py` (its `main`, with its default texts) on each version directory,
-    all in ONE fresh process that imports nothing of the project, after `script` (Python run first in it).
+    all in ONE process that imports nothing of the project (a child of the "tensorflow" fork server), after `script` (Python run first in it).
 
     Returns (version directory -> (exit code, what the check printed), the finished process).
     """
     code = script + "\n" + _TOOL_CHECKS.format(tool=TOOL, paths=[str(path) for path in version_dirs])
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    from tests.tasks.forked_commands import run_python
+
+    result = run_python(["-c", code], timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()
     assert lines[-1] == "[]"  # no module of the project was imported

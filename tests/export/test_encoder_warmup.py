@@ -3,8 +3,6 @@ one name, one meaning: `embedding` is `embed`'s L2-normalised sentence vector, t
 
 import collections
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ import tensorflow_text  # noqa: F401
 
 from export.ops import signature_ops
 from export.warmup import WARMUP_FILE, read_warmup_file
+from tests.tasks.forked_commands import run_python
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SESSION_LOADER_CHECK = REPO_ROOT.parent / "shared" / "tools" / "session_loader_check.py"
@@ -32,8 +31,7 @@ def test_the_warmup_file_has_one_request_per_signature(encoder_export):
     embed = dict(requests)["embed"]
     assert set(embed) == {"text"} and embed["text"].shape == (2,)
     if SESSION_LOADER_CHECK.is_file():  # TF Serving's session loader replays every request
-        check = subprocess.run([sys.executable, str(SESSION_LOADER_CHECK), encoder_export], capture_output=True,
-                               text=True, timeout=300)
+        check = run_python([SESSION_LOADER_CHECK, encoder_export], timeout=300)
         assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
 
 

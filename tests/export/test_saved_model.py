@@ -16,7 +16,7 @@ from export.ops import ALLOWED_OPS, SAVER_OPS, TF_TEXT_OPS, disallowed_ops, grap
 from export.saved_model import save
 from export.warmup import WARMUP_FILE, read_warmup_file
 from official_bert.owned_files import RECORD_FILE
-from tests.tasks.forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -159,7 +159,7 @@ def _fresh_process_outputs(tmp_path, models):
             np.savez(spec["out"], **out)
         print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "export", "tasks")))
     """)
-    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    result = run_python(["-c", script], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
     return {name: dict(np.load(spec["out"], allow_pickle=True)) for name, spec in models.items()}

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from official_bert.models.text_inputs import text_segments
+from tests.tasks.forked_commands import run_python
 
 TEXTS = ["a gripping, moving film", "a dull film", "it was fine", "the best film of the year"]
 LABELS = ["pos", "neg", "meh", "pos"]
@@ -105,7 +106,8 @@ def test_a_task_model_without_a_preprocessor_says_in_one_line_what_to_do_with_st
         BertTokenClassifier(BertEncoder(tiny_config), num_labels=3).predict(TEXTS, verbose=0)
 
 
-# A fresh Python: only what the .keras file holds (and `import official_bert`, which registers our classes).
+# A process that imported only TensorFlow (a fork-server child): only what the .keras file holds (and `import
+# official_bert`, which registers our classes).
 LOAD_AND_PREDICT = """
 import json, sys
 import numpy as np
@@ -121,8 +123,6 @@ print(json.dumps([list(model.label_names), list(model.text_features), model.prep
 def test_keras_file_round_trip_in_a_fresh_process_keeps_the_preprocessor(classifier, tiny_checkpoint, tmp_path):
     import json
     import pathlib
-    import subprocess
-    import sys
     import zipfile
 
     classifier.fit(TEXTS, LABELS, batch_size=2, verbose=0)
@@ -132,8 +132,7 @@ def test_keras_file_round_trip_in_a_fresh_process_keeps_the_preprocessor(classif
         config = archive.read("config.json").decode("utf-8")
     assert str(tiny_checkpoint) not in config and '"vocab_file": null' in config  # the vocabulary is inline
     root = pathlib.Path(__file__).resolve().parents[2]
-    result = subprocess.run([sys.executable, "-c", LOAD_AND_PREDICT, str(path), str(tmp_path / "logits.npy"),
-                             json.dumps(TEXTS)], cwd=root, capture_output=True, text=True, timeout=600)
+    result = run_python(["-c", LOAD_AND_PREDICT, path, tmp_path / "logits.npy", json.dumps(TEXTS)], cwd=root)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [["neg", "pos", "meh"], ["text"], 16]
     np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), classifier.predict(TEXTS, verbose=0), atol=1e-6)

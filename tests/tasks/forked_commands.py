@@ -1,15 +1,21 @@
-"""`python -m <module> <args>` command lines run as children of a fork server: one process per pytest worker that
-imports TensorFlow, tensorflow_text and the library's runner once (no op runs in it, before or between forks) and
-then forks a child per command. Each child runs the module as `-m` does (`runpy`, as `__main__`) in the caller's
-working directory and environment, with its own stdout, stderr and exit status.
+"""Python command lines run as children of a fork server, instead of each in a fresh interpreter that imports
+TensorFlow again (3 to 4 s of CPU each).
 
-A command may end with a kill condition `(model_dir, step)`: the server, polling every 5 ms, SIGKILLs the running
-child as soon as `<model_dir>/checkpoints/checkpoint` names ckpt-<step> (or a later one) as the latest checkpoint,
-and keeps a copy of `model_dir` as the dead child left it.
+A fork server is a process a pytest worker starts once, that imports a fixed set of modules and then forks a child
+per command (no op runs in it, before or between forks). There are two kinds:
+- "project": tensorflow, tensorflow_text and the library's runner (`run_forked`, for the entry points);
+- "tensorflow": tensorflow alone (`run_python`, for a SavedModel's consumers, which must not see the project: each
+  such check asserts that no module of the project was imported).
 
-The server starts with the worker's first `run_forked` (3.5 s of imports, paid once a worker instead of once a
-call) and ends when the worker does (its stdin closes). A call that runs past its timeout kills the server and
-every child of it (their own process group), and fails; the next call starts a new server."""
+A child runs its command as `python <argv>` would: `-m module` with `runpy` as `__main__`, `-c code`, or a script's
+path; in the caller's working directory and environment, with its own stdout, stderr and exit status.
+
+A `run_forked` command may end with a kill condition `(model_dir, step)`: the server, polling every 5 ms, SIGKILLs
+the running child as soon as `<model_dir>/checkpoints/checkpoint` names ckpt-<step> (or a later one) as the latest
+checkpoint, and keeps a copy of `model_dir` as the dead child left it.
+
+A server ends when its worker does (its stdin closes). A call that runs past its timeout kills the server and every
+child of it (their own process group), and fails; the next call starts a new server."""
 
 import json
 import os
@@ -22,19 +28,34 @@ import tempfile
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+_IMPORTS = {"project": "import official_bert, official_bert.pipelines, official_bert.runner, official_bert.text",
+            "tensorflow": "import tensorflow"}
+
 _SERVER = """
 import json, os, re, runpy, shutil, signal, sys, time
-import official_bert, official_bert.pipelines, official_bert.runner, official_bert.text  # once; no op runs
+{imports}  # once; no op runs
 
 def latest_checkpoint(model_dir):
     try:
-        with open(f"{model_dir}/checkpoints/checkpoint") as f:
+        with open(f"{{model_dir}}/checkpoints/checkpoint") as f:
             found = re.match(r'model_checkpoint_path: "(?:.*/)?ckpt-([0-9]+)"', f.read())
     except FileNotFoundError:
         return None
     return int(found.group(1)) if found else None
 
-def run_child(module, args, out, environment):
+def run_argv(argv):
+    if argv[0] == "-m":
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] == "-c":
+        sys.argv = ["-c", *argv[2:]]
+        exec(compile(argv[1], "<string>", "exec"), {{"__name__": "__main__", "__builtins__": __builtins__}})
+    else:
+        sys.argv = list(argv)
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+        runpy.run_path(argv[0], run_name="__main__")
+
+def run_child(argv, out, environment):
     os.environ.clear()
     os.environ.update(environment)
     stdin = os.open(os.devnull, os.O_RDONLY)
@@ -43,28 +64,27 @@ def run_child(module, args, out, environment):
     with open(out + ".out", "w") as stdout, open(out + ".err", "w") as stderr:
         os.dup2(stdout.fileno(), 1)
         os.dup2(stderr.fileno(), 2)
-        sys.argv = [module, *args]
         try:
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
+            run_argv(argv)
         except SystemExit as exit:
             code = 0 if exit.code is None else exit.code if isinstance(exit.code, int) else 1
         except BaseException:
             import traceback
             traceback.print_exc()
-            code = 3
+            code = 1
         sys.stdout.flush()
         sys.stderr.flush()
     os._exit(code)
 
 def serve(request):
     os.chdir(request["cwd"])
-    for index, (module, args, *kill) in enumerate(request["commands"]):
-        out = f"{request['out_dir']}/{index}"
+    for index, (argv, kill) in enumerate(request["commands"]):
+        out = f"{{request['out_dir']}}/{{index}}"
         pid = os.fork()
         if pid == 0:
-            run_child(module, args, out, request["env"])
+            run_child(argv, out, request["env"])
         if kill:
-            (model_dir, step), seen = kill[0], None
+            (model_dir, step), seen = kill, None
             while not os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):  # not reaped: the pid stays
                 seen = latest_checkpoint(model_dir)
                 if seen is not None and seen >= step:
@@ -85,23 +105,31 @@ for line in sys.stdin:
     sys.stdout.flush()
 """
 
-_server = None  # this worker's server: (Popen, its stderr file)
+_servers = {}  # kind -> this worker's server: (Popen, its stderr file)
 
 
-def _start_server():
-    """A new fork server (in its own process group, so that a timeout can kill it with its children)."""
-    stderr = tempfile.TemporaryFile(mode="w+")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    process = subprocess.Popen([sys.executable, "-c", _SERVER], cwd=REPO_ROOT, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, start_new_session=True)
-    return process, stderr
+def _environment(env=None):
+    """`env` (default: this process's environment) with TF_CPP_MIN_LOG_LEVEL=2 and the repository on PYTHONPATH."""
+    env = dict(os.environ if env is None else env)
+    return {**env, "TF_CPP_MIN_LOG_LEVEL": "2",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))}
 
 
-def _stop_server():
-    global _server
-    process, stderr = _server
-    _server = None
+def _server(kind):
+    """This worker's server of `kind`, started if it is not running (in its own process group, so that a timeout
+    can kill it with its children)."""
+    if kind not in _servers or _servers[kind][0].poll() is not None:
+        stderr = tempfile.TemporaryFile(mode="w+")
+        process = subprocess.Popen([sys.executable, "-c", _SERVER.format(imports=_IMPORTS[kind])], cwd=REPO_ROOT,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                   env=_environment(), start_new_session=True)
+        _servers[kind] = process, stderr
+    return _servers[kind][0]
+
+
+def _stop_server(kind):
+    """Kills the server of `kind` and its children; returns what the server wrote to stderr."""
+    process, stderr = _servers.pop(kind)
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
@@ -109,30 +137,11 @@ def _stop_server():
     return stderr.read()
 
 
-def _result(out_dir, index, module, args, *kill):
-    """The command's `CompletedProcess`; with a kill condition, also `latest_checkpoint` (the step the server read
-    last: the one it killed at, or None) and `model_dir` (the copy of the model dir once the child was dead)."""
-    prefix = pathlib.Path(out_dir) / str(index)
-    result = subprocess.CompletedProcess([module, *args], int(prefix.with_suffix(".rc").read_text()),
-                                         prefix.with_suffix(".out").read_text(), prefix.with_suffix(".err").read_text())
-    if kill:
-        result.latest_checkpoint = json.loads(prefix.with_suffix(".checkpoint").read_text())
-        result.model_dir = prefix.with_suffix(".model_dir")
-    return result
-
-
-def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
-    """Runs `commands`, a list of `(module, [args])` or `(module, [args], (model_dir, step))` (a kill condition),
-    one after another, each in a child of this worker's fork server; returns a `subprocess.CompletedProcess`
-    (returncode, stdout, stderr) for each. `out_dir` (existing) keeps their outputs; `cwd` is their working
-    directory; they get this process's environment (TF_CPP_MIN_LOG_LEVEL=2, the repository on PYTHONPATH)."""
-    global _server
-    if _server is None or _server[0].poll() is not None:
-        _server = _start_server()
-    process = _server[0]
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))}
-    request = {"commands": commands, "out_dir": str(pathlib.Path(out_dir).resolve()), "cwd": str(cwd), "env": env}
+def _serve(kind, commands, out_dir, cwd, env, timeout):
+    """Runs `commands` ([argv, kill condition or None]) in children of the `kind` server, one after another."""
+    process = _server(kind)
+    request = {"commands": commands, "out_dir": str(pathlib.Path(out_dir).resolve()), "cwd": str(cwd),
+               "env": _environment(env)}
     process.stdin.write(json.dumps(request, default=str) + "\n")
     process.stdin.flush()
     with selectors.DefaultSelector() as selector:
@@ -140,7 +149,58 @@ def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
         ready = selector.select(timeout)
     reply = process.stdout.readline() if ready else None
     if reply != "done\n":
-        log = _stop_server()
+        log = _stop_server(kind)
         what = f"ran past {timeout} s" if reply is None else "died"
-        raise AssertionError(f"the fork server {what} on {[command[0] for command in commands]}:\n{log[-3000:]}")
-    return [_result(out_dir, index, *command) for index, command in enumerate(commands)]
+        raise AssertionError(f"the {kind} fork server {what} on {[argv[:2] for argv, _ in commands]}:\n"
+                             f"{log[-3000:]}")
+
+
+def _completed(out_dir, index, argv):
+    prefix = pathlib.Path(out_dir) / str(index)
+    return subprocess.CompletedProcess(argv, int(prefix.with_suffix(".rc").read_text()),
+                                       prefix.with_suffix(".out").read_text(), prefix.with_suffix(".err").read_text())
+
+
+def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
+    """Runs `commands`, a list of `(module, [args])` or `(module, [args], (model_dir, step))` (a kill condition),
+    as `python -m module args`, one after another, each in a child of this worker's "project" fork server.
+
+    Args:
+        commands: as above.
+        out_dir: an existing directory for their outputs.
+        cwd: their working directory.
+        timeout: seconds for all of them.
+
+    Returns:
+        a `subprocess.CompletedProcess` (returncode, stdout, stderr) for each; with a kill condition, also
+        `latest_checkpoint` (the step the server read last: the one it killed at, or None) and `model_dir` (the
+        copy of the model dir once the child was dead).
+    """
+    _serve("project", [[["-m", module, *args], kill[0] if kill else None] for module, args, *kill in commands],
+           out_dir, cwd, None, timeout)
+    results = []
+    for index, (module, args, *kill) in enumerate(commands):
+        result = _completed(out_dir, index, [module, *args])
+        if kill:
+            prefix = pathlib.Path(out_dir) / str(index)
+            result.latest_checkpoint = json.loads(prefix.with_suffix(".checkpoint").read_text())
+            result.model_dir = prefix.with_suffix(".model_dir")
+        results.append(result)
+    return results
+
+
+def run_python(argv, cwd=REPO_ROOT, env=None, timeout=600):
+    """`python <argv>` (`["-c", code, *args]`, `["-m", module, *args]` or `[script, *args]`) in a child of this
+    worker's "tensorflow" fork server, which imported tensorflow and nothing else: a `subprocess.CompletedProcess`.
+
+    Args:
+        argv: the command line after `python`.
+        cwd: its working directory.
+        env: its environment (default: this process's); TF_CPP_MIN_LOG_LEVEL=2 and the repository on PYTHONPATH
+            are added.
+        timeout: seconds.
+    """
+    argv = [str(arg) for arg in argv]
+    with tempfile.TemporaryDirectory() as out_dir:
+        _serve("tensorflow", [[argv, None]], out_dir, cwd, env, timeout)
+        return _completed(out_dir, 0, argv)

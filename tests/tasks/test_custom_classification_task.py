@@ -2,9 +2,6 @@
 library as it is: trained in-process, exported, and served from raw text, in TF2 and through TF Serving's loader."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +11,7 @@ from export.saved_model import export
 from official_bert.data.glue_tasks import Column, GlueTask, TsvLayout
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
+from tests.tasks.forked_commands import run_python
 
 pytestmark = pytest.mark.slow
 
@@ -55,8 +53,7 @@ def test_a_task_not_in_glue_trains_exports_and_serves_raw_text(tiny_checkpoint, 
     assert (tmp_path / "export" / "1" / "assets" / "labels.txt").read_text(encoding="utf-8").split() == list(LABELS)
 
     # TF Serving's session loader answers every warm-up request and raw text on the `review` input
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version_dir,
-                            "the film was okay"], capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    check = run_python([shared_data.parent / "tools" / "session_loader_check.py", version_dir, "the film was okay"],
+                       timeout=300)
     assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
     assert "serving_default on raw text: {" in check.stdout

@@ -14,7 +14,7 @@ from hf_references import roberta_checkpoint
 from official_bert.runner import RunConfig, run
 from official_bert.tasks.classification import ClassificationTask
 from official_bert.text import load_preprocessor
-from tests.tasks.forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked, run_python
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -211,9 +211,6 @@ def _mask_markers_tokenize_as_transformers(directory):
 def test_masked_lm_run_and_export_of_roberta_fill_mask_as_transformers(trained, shared_data, tmp_path):
     """`run_pretraining --objective=mlm` from the RoBERTa checkpoint, exported: `<mask>` found as transformers'
     RobertaTokenizerFast finds it (ids equal), top-k from the model's own head, TF Serving's loader runs it."""
-    import os
-    import subprocess
-    import sys
 
     from export.saved_model import export
     from official_bert import model_dir as model_dirs
@@ -232,6 +229,5 @@ def test_masked_lm_run_and_export_of_roberta_fill_mask_as_transformers(trained, 
     reference = transformers.RobertaTokenizerFast.from_pretrained(str(model_dir / "encoder"))
     assert_fill_mask_as_transformers(version, model_dirs.load_model_dir(str(model_dir)), reference, texts, SEQ, 3)
     _mask_markers_tokenize_as_transformers(model_dir / "encoder")
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    check = run_python([shared_data.parent / "tools" / "session_loader_check.py", version], timeout=300)
     assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]

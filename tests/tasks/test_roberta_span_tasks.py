@@ -4,9 +4,6 @@ both tasks run (train, evaluate, predict) from a tiny RoBERTa checkpoint and exp
 answer as the Keras model."""
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -20,6 +17,7 @@ from official_bert.text.preprocessing import tokenizer_from_files
 from span_task_checks import (assert_squad_export_answers_as_postprocess, assert_squad_windows_equal_run_qa,
                               assert_tagger_export_equals_entity_tagger, assert_tagging_windows_equal_reference,
                               conll_sentences, squad_sample, write_squad_file)
+from tests.tasks.forked_commands import run_python
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
@@ -166,8 +164,7 @@ def test_squad_runs_from_roberta_and_its_export_answers_as_the_model(squad_run, 
     assert (counts > 1).all() and not out["truncated"].numpy().any()  # every context is longer than one window
 
     version = save(module, str(tmp_path / "export"))  # what `export` writes: the module built, saved
-    check = subprocess.run([sys.executable, str(shared_data.parent / "tools" / "session_loader_check.py"), version],
-                           capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    check = run_python([shared_data.parent / "tools" / "session_loader_check.py", version], timeout=300)
     assert check.returncode == 0 and "FAILED" not in check.stdout, check.stdout[-2000:] + check.stderr[-2000:]
 
 

@@ -6,8 +6,6 @@ corpus and a fuzz corpus; `python -m tests.text.bpe_parity` checks every text (s
 
 import json
 import random
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -18,6 +16,7 @@ import bpe_parity
 import regenerate_byte_level_classes
 import text_corpora as corpora
 from official_bert.text import BytePairTokenizer, byte_level, load_preprocessor
+from tests.tasks.forked_commands import run_python
 
 pytestmark = pytest.mark.slow
 
@@ -161,8 +160,7 @@ def test_saved_model_runs_in_a_fresh_process_with_core_ops_only(bpe_dir, tmp_pat
     first, second = ["Hello world!", "Café 😀 it's"], ["a  b", ""]
     request = {"dir": str(tmp_path / "model"), "first": first, "second": second, "out": str(tmp_path / "out.npz")}
     (tmp_path / "request.json").write_text(json.dumps(request))
-    result = subprocess.run([sys.executable, "-c", _FRESH, str(tmp_path / "request.json")], capture_output=True,
-                            text=True, timeout=300)
+    result = run_python(["-c", _FRESH, tmp_path / "request.json"], timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
     served = np.load(tmp_path / "out.npz")

@@ -1,8 +1,6 @@
 """Tokenizer + packer as a serving graph: SavedModel in a fresh process, allowed ops only, TFLite."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -11,6 +9,7 @@ import tensorflow as tf
 
 from official_bert.text import BertPackInputs
 import text_corpora as corpora
+from tests.tasks.forked_commands import run_python
 
 SEQ_LENGTH = 24
 # Core TF ops the preprocessing graph may use (all have TFLite builtin equivalents) + the two tf-text
@@ -93,7 +92,7 @@ def test_saved_model_reloads_in_fresh_process(preprocessor, texts, tmp_path):
         np.savez({str(tmp_path / "out.npz")!r}, **out)
         print("official_bert" in sys.modules)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    result = run_python(["-c", script], timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "False"
     reloaded = np.load(tmp_path / "out.npz")
