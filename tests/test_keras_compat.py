@@ -100,7 +100,10 @@ def test_a_built_layer_swaps_a_variable_and_is_locked_again():
 
 @pytest.mark.slow
 def test_the_symbolic_build_under_a_strategy_reads_the_specs_or_one_replicas_share_of_the_first_batch():
-    # With Keras' own build the sample batch is the replicas' mean, rows 0-1 averaged with rows 2-3.
+    """A dataset of plain specs builds the compiled loss and metrics from the functional model's symbolic outputs
+    (Keras' `_symbolic_build`, which would call the whole model, is not called); a distributed dataset builds from
+    one replica's share of the first batch (with Keras' own build the sample batch is the replicas' mean, rows 0-1
+    averaged with rows 2-3)."""
     stdout, _ = _run_script("""
         import json
         import keras, numpy as np, tensorflow as tf
@@ -126,12 +129,14 @@ def test_the_symbolic_build_under_a_strategy_reads_the_specs_or_one_replicas_sha
             with strategy.scope():
                 inputs = {"a": keras.Input((2,), name="a")}
                 model = Probe(inputs, keras.layers.Dense(1)(inputs["a"]))
-                model.compile(optimizer="sgd")
-            model.fit(data, epochs=1, verbose=0)
+                model.compile(optimizer="sgd", metrics=["mae"])
+            history = model.fit(data, epochs=1, verbose=0).history
+            seen.append([sorted(history), model._compile_loss.built, model._compile_metrics.built])
         print(json.dumps(seen))
     """)
     assert json.loads(stdout.strip().splitlines()[-1]) == [
-        "TensorSpec(shape=(None, 2), dtype=tf.float32, name=None)", [[0.0, 1.0], [2.0, 3.0]]]
+        [["loss", "mae"], True, True],  # built from the model's outputs: no `_symbolic_build` call
+        [[0.0, 1.0], [2.0, 3.0]], [["loss", "mae"], True, True]]
 
 
 def test_compile_without_loss_or_metrics_is_told_apart():
