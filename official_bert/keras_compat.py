@@ -88,9 +88,10 @@ def untrack_variable(layer, variable):
 # the whole model (a trace of every layer: 0.2 to 0.5 s of a tiny run).
 # Uses `Model._distribute_strategy` (set when the model was made under a strategy's scope), the epoch iterator's
 # `data_adapter` and `(first_step, last_step, batches)` items, `_maybe_symbolic_build`, `_symbolic_build`'s steps
-# (`_compute_loss`, `_post_build`), `_flatten_layers`, `_outputs_struct` and `_compile_loss`/`_compile_metrics`. Checked on Keras 3.15.1, TensorFlow 2.21.0. If it breaks: read the new
-# `_maybe_symbolic_build` in keras/src/backend/tensorflow/trainer.py; tests/tasks/test_run_*.py train under
-# MultiWorkerMirroredStrategy.
+# (`_compute_loss`, `_post_build`), `_flatten_layers`, `_outputs_struct` and `_compile_loss`/`_compile_metrics`.
+# Checked on Keras 3.15.1, TensorFlow 2.21.0. If it breaks: read the new `_maybe_symbolic_build` and
+# `_symbolic_build` in keras/src/backend/tensorflow/trainer.py and keras/src/trainers/trainer.py;
+# tests/test_keras_compat.py builds both ways, and tests/tasks/test_run_*.py train under MultiWorkerMirroredStrategy.
 
 
 def symbolic_build(parent, iterator=None, data_batch=None):

@@ -112,15 +112,15 @@ class BytePairTokenizer(keras.layers.Layer):
 
     def _merge_table(self, pairs, source):
         """Sorted int64 keys `left * vocab_size + right`, with each merge's rank and merged id (int32)."""
-        size = len(self._pieces.tokens)
+        size, ids = len(self._pieces.tokens), self._pieces.token_to_id
         table = {}
         for rank, (left, right) in enumerate(pairs):
             for token in (left, right, left + right):
-                if token not in self._pieces.token_to_id:
+                if token not in ids:
                     raise ValueError(f"{source}: merge {rank + 1} ({left} {right}) uses {token!r}, which is not "
                                      "in the vocab")
-            key = self._pieces.token_to_id[left] * size + self._pieces.token_to_id[right]
-            table[key] = (rank, self._pieces.token_to_id[left + right])  # a repeated pair: the last wins, as tokenizers
+            # A repeated pair: the last wins, as in tokenizers.
+            table[ids[left] * size + ids[right]] = (rank, ids[left + right])
         keys = np.asarray(sorted(table), np.int64)
         values = np.asarray([table[k] for k in keys], np.int32).reshape(-1, 2)
         if not len(keys):  # a lookup needs one entry: a key no pair has
@@ -142,11 +142,12 @@ class BytePairTokenizer(keras.layers.Layer):
             dict with `vocab_size`, `start_of_sequence_id` (<s>), `end_of_segment_id` (</s>), `padding_id` (<pad>),
             and `unk_id` (<unk>), `mask_id` (<mask>) where the vocab has them.
         """
-        special = {"vocab_size": self.vocab_size, "start_of_sequence_id": self._pieces.token_to_id["<s>"],
-                   "end_of_segment_id": self._pieces.token_to_id["</s>"], "padding_id": self._pieces.token_to_id["<pad>"]}
+        ids = self._pieces.token_to_id
+        special = {"vocab_size": self.vocab_size, "start_of_sequence_id": ids["<s>"],
+                   "end_of_segment_id": ids["</s>"], "padding_id": ids["<pad>"]}
         for key, token in (("unk_id", "<unk>"), ("mask_id", "<mask>")):
-            if token in self._pieces.token_to_id:
-                special[key] = self._pieces.token_to_id[token]
+            if token in ids:
+                special[key] = ids[token]
         return special
 
     def call(self, inputs, with_offsets=False):

@@ -136,7 +136,8 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("official_bert", "exp
 
 def tool_checks(version_dirs, script=""):
     """`../shared/tools/session_loader_check.py` (its `main`, with its default texts) on each version directory,
-    all in ONE process that imports nothing of the project (a child of the "tensorflow" fork server), after `script` (Python run first in it).
+    all in ONE process that imports nothing of the project (a child of the "tensorflow" fork server), after
+    `script` (Python run first in it).
 
     Returns (version directory -> (exit code, what the check printed), the finished process).
     """

@@ -1,6 +1,7 @@
 """tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line and its refusal run
 as children of the worker's fork server (`forked_commands`), the multi-worker runs as fresh processes; the other
-runs go through the runner in-process (the same `RunConfig` the CLI builds from its flags). A killed run's resume is `tests/tasks/test_resume_every_entry_point.py`'s."""
+runs go through the runner in-process (the same `RunConfig` the CLI builds from its flags). A killed run's resume is
+`tests/tasks/test_resume_every_entry_point.py`'s."""
 
 import json
 import os
