@@ -12,7 +12,9 @@ path; in the caller's working directory and environment, with its own stdout, st
 
 A `run_forked` command may end with a kill condition `(model_dir, step)`: the server, polling every 5 ms, SIGKILLs
 the running child as soon as `<model_dir>/checkpoints/checkpoint` names ckpt-<step> (or a later one) as the latest
-checkpoint, and keeps a copy of `model_dir` as the dead child left it.
+checkpoint, and keeps a copy of `model_dir` as the dead child left it. A condition `(model_dir, step, copy_to)`
+instead SIGSTOPs the child at that moment, copies `model_dir` to `copy_to` (the files a SIGKILL then would have
+left), and lets the child go on (SIGCONT) to its end.
 
 A server ends when its worker does (its stdin closes). A call that runs past its timeout kills the server and every
 child of it (their own process group), and fails; the next call starts a new server."""
@@ -84,18 +86,26 @@ def serve(request):
         if pid == 0:
             run_child(argv, out, request["env"])
         if kill:
-            (model_dir, step), seen = kill, None
+            (model_dir, step, copy_to), seen = kill, None
             while not os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):  # not reaped: the pid stays
                 seen = latest_checkpoint(model_dir)
                 if seen is not None and seen >= step:
-                    os.kill(pid, signal.SIGKILL)
+                    if copy_to is None:
+                        os.kill(pid, signal.SIGKILL)
+                    else:  # stopped, the model dir is as a kill now would leave it; then the run goes on
+                        os.kill(pid, signal.SIGSTOP)
+                        os.waitid(os.P_PID, pid, os.WSTOPPED | os.WNOWAIT)
+                        shutil.copytree(model_dir, copy_to, symlinks=True)
+                        seen = latest_checkpoint(copy_to)
+                        os.kill(pid, signal.SIGCONT)
                     break
                 time.sleep(0.005)
         status = os.waitpid(pid, 0)[1]
         if kill:
             with open(out + ".checkpoint", "w") as f:
                 f.write(json.dumps(seen))
-            shutil.copytree(model_dir, out + ".model_dir", symlinks=True)
+            if copy_to is None:
+                shutil.copytree(model_dir, out + ".model_dir", symlinks=True)
         with open(out + ".rc", "w") as f:
             f.write(str(os.waitstatus_to_exitcode(status)))
 
@@ -162,8 +172,9 @@ def _completed(out_dir, index, argv):
 
 
 def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
-    """Runs `commands`, a list of `(module, [args])` or `(module, [args], (model_dir, step))` (a kill condition),
-    as `python -m module args`, one after another, each in a child of this worker's "project" fork server.
+    """Runs `commands`, a list of `(module, [args])`, `(module, [args], (model_dir, step))` (a kill condition) or
+    `(module, [args], (model_dir, step, copy_to))` (a copy condition), as `python -m module args`, one after another,
+    each in a child of this worker's "project" fork server.
 
     Args:
         commands: as above.
@@ -172,19 +183,21 @@ def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
         timeout: seconds for all of them.
 
     Returns:
-        a `subprocess.CompletedProcess` (returncode, stdout, stderr) for each; with a kill condition, also
-        `latest_checkpoint` (the step the server read last: the one it killed at, or None) and `model_dir` (the
-        copy of the model dir once the child was dead).
+        a `subprocess.CompletedProcess` (returncode, stdout, stderr) for each; with a kill or copy condition, also
+        `latest_checkpoint` (the step the server read last: the one it killed at, the copy's, or None); with a kill
+        condition, also `model_dir` (the copy of the model dir once the child was dead).
     """
-    _serve("project", [[["-m", module, *args], kill[0] if kill else None] for module, args, *kill in commands],
-           out_dir, cwd, None, timeout)
+    conditions = [(*kill[0], None)[:3] if kill else None for _, _, *kill in commands]  # (model_dir, step, copy_to)
+    argvs = [["-m", module, *args] for module, args, *_ in commands]
+    _serve("project", [list(pair) for pair in zip(argvs, conditions)], out_dir, cwd, None, timeout)
     results = []
     for index, (module, args, *kill) in enumerate(commands):
         result = _completed(out_dir, index, [module, *args])
         if kill:
             prefix = pathlib.Path(out_dir) / str(index)
             result.latest_checkpoint = json.loads(prefix.with_suffix(".checkpoint").read_text())
-            result.model_dir = prefix.with_suffix(".model_dir")
+            if len(kill[0]) == 2:
+                result.model_dir = prefix.with_suffix(".model_dir")
         results.append(result)
     return results
 

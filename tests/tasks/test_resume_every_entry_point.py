@@ -3,19 +3,20 @@ entry point on the runner (issue 42, defect 2), through the CLI.
 
 Each training set is a few batches an epoch, so the runs cross epoch boundaries: the defect showed only there (each
 epoch's order came from a seed generator that Keras' prefetching first-batch iterator advanced by a timing-dependent
-amount). Each entry point's second run is killed twice, at an epoch boundary and mid-epoch (in the order its test id
-says; the orders alternate between entry points), and runs to the end the third time:
+amount). Each entry point's run is broken twice, at an epoch boundary and mid-epoch (in the order its test id says; the
+orders alternate between entry points), and runs to the end the third time:
 
-    unbroken:  the command, to the end                   -> the reference (the last checkpoints kept)
-    killed:    the command, SIGKILLed once ckpt-<A> is the latest checkpoint
-    resumed:   the same command (resumes at A), SIGKILLed once ckpt-<B> is the latest
+    unbroken:  the command, to the end                   -> the reference (the last checkpoints kept); the fork
+               server SIGSTOPs it once ckpt-<A> is the latest checkpoint, copies its model dir (the files a SIGKILL
+               would leave there then) to a second one, and lets it go on
+    resumed:   the same command in the copy (resumes at A), SIGKILLed once ckpt-<B> is the latest
                -> its ckpt-<B> equals the unbroken run's, every variable (the resume at A was exact)
     resumed:   the same command (resumes at B), to the end
                -> every dataset of model.weights.h5 equals the unbroken run's (the resume at B was exact)
 
-Four CLI runs an entry point instead of five for two separately killed runs: a run costs 10 to 20 s on 2 cores
-(imports and tracing). The four run as children of one process that imported TensorFlow once (`forked_commands`),
-which SIGKILLs a child as soon as its checkpoint is the latest.
+Three CLI runs an entry point instead of five for two separately killed runs: a run costs 5 to 20 s on 2 cores
+(tracing, XLA kernels, checkpoints). The three run as children of one process that imported TensorFlow once
+(`forked_commands`), which stops or SIGKILLs a child as soon as its checkpoint is the latest.
 
 Pre-training's 10,000-record shuffle buffer mixes the records of hundreds of epochs, so its "epoch boundary" is only
 a step count there.
@@ -169,7 +170,7 @@ def _flags(case, data, request):
 
 
 def _command(case, flags, model_dir, *kill):
-    """The whole command for `run_forked` (with an optional kill condition `(model_dir, step)`);
+    """The whole command for `run_forked` (with an optional kill or copy condition);
     `--keep_checkpoints` keeps the unbroken run's ckpt-<second kill> to the end."""
     return (case.module, [*flags, f"--model_dir={model_dir}", f"--train_batch_size={case.batch}",
                           f"--num_train_steps={case.steps}", "--checkpoint_steps=1",
@@ -232,16 +233,16 @@ def test_a_killed_deterministic_run_resumes_bit_identical(case, request, tmp_pat
     flags = _flags(case, tmp_path / "data", request)
     unbroken, resumed = tmp_path / "unbroken", tmp_path / "resumed"
 
-    unbroken_run, started, resumed_killed, resumed_run = run_forked([
-        _command(case, flags, unbroken), _command(case, flags, resumed, (resumed, first)),
-        _command(case, flags, resumed, (resumed, second)), _command(case, flags, resumed)], tmp_path, timeout=1200)
+    unbroken_run, resumed_killed, resumed_run = run_forked([
+        _command(case, flags, unbroken, (unbroken, first, resumed)), _command(case, flags, resumed, (resumed, second)),
+        _command(case, flags, resumed)], tmp_path, timeout=1200)
 
     log = _finished(unbroken_run)
     assert json.loads((unbroken / "run.json").read_text())["flags"]["deterministic"] is True
     if case.module != "tasks.run_pretraining":  # the epoch is the one the case was sized for
         assert f"Training on {case.examples} examples: {case.steps} steps" in log, log[-3000:]
 
-    _killed_at(started, first)
+    assert unbroken_run.latest_checkpoint == first, f"copied at ckpt-{unbroken_run.latest_checkpoint}, not {first}"
     log = _killed_at(resumed_killed, second)
     _check_resumed(log, resumed, first)
     name = f"ckpt-{second}"  # as the killed run left it (the parent's copy of its model dir)
