@@ -1,9 +1,9 @@
 """`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py.
 
-One process imports TensorFlow once and forks a child per entry point that runs it as `python -m <module> --help`
-does (`runpy`, as `__main__`). Each entry point also runs once as a real `python -m` in a fresh interpreter, the
-suite's one plain subprocess per entry point (the other tests may run it forked, after the parent's imports): it
-imports what it needs by itself and prints the same help."""
+One process imports TensorFlow and the library once and forks a child per entry point that runs it as `python -m
+<module> --help` does (`runpy`, as `__main__`). Each entry point also runs as `python -m` in a child of a process
+that imported TensorFlow alone (`run_python`), so it imports the rest of what it needs by itself and prints the same
+help; the first of them, `tasks.run_classifier`, in a fresh interpreter, the real `python -m`."""
 
 import os
 import pathlib
@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.tasks.forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked, run_python
 
 from tasks.common import RUN_FLAGS
 
@@ -55,9 +55,12 @@ def helps(tmp_path_factory):
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)
-def test_a_fresh_python_m_prints_the_forked_help(module, helps):
-    result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300, env=_env())
+def test_python_m_without_the_librarys_imports_prints_the_forked_help(module, helps):
+    if module == ENTRY_POINTS[0]:
+        result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,
+                                capture_output=True, text=True, timeout=300, env=_env())
+    else:
+        result = run_python(["-m", module, "--help"], timeout=300)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     forked = helps[module]
     assert (forked.returncode, forked.stdout) == (result.returncode, result.stdout)
