@@ -3,11 +3,12 @@ rerun that resumes from the cached features and results."""
 
 import json
 import pathlib
-import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
+from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -19,14 +20,14 @@ def _flags(out):
 
 
 def _run(out):
-    result = subprocess.run([sys.executable, "-m", "benchmarks.feature_based_ner", *_flags(out)], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=600)
+    with tempfile.TemporaryDirectory() as outputs:  # the child's stdout and stderr, kept out of --out
+        (result,) = run_forked([("benchmarks.feature_based_ner", _flags(out))], outputs)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
 
 def _run_in_process(out, monkeypatch, capsys):
-    """The same command line through the module's `main` (the subprocess above proves the CLI itself)."""
+    """The same command line through the module's `main` (the forked run above proves the CLI itself)."""
     from benchmarks import feature_based_ner
 
     monkeypatch.setattr(sys, "argv", ["feature_based_ner", *_flags(out)])

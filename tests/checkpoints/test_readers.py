@@ -4,11 +4,10 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from tests.tasks.forked_commands import run_forked
 
 from official_bert.checkpoints import load_encoder, open_checkpoint
 
@@ -61,10 +60,9 @@ def test_a_missing_shard_or_broken_index_is_named(minilm_dir, tmp_path):
 def test_the_cli_reports_a_truncated_checkpoint_as_one_line(minilm_dir, shared_data, tmp_path):
     directory = _corrupt_copy(minilm_dir, tmp_path, "truncated")
     model_dir = tmp_path / "run"
-    result = subprocess.run(
-        [sys.executable, "-m", "tasks.run_classifier", "--task=MRPC", f"--data_dir={shared_data / 'glue' / 'MRPC'}",
-         f"--init_checkpoint={directory}", f"--model_dir={model_dir}", "--num_train_steps=1"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    (result,) = run_forked([("tasks.run_classifier", [
+        "--task=MRPC", f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--init_checkpoint={directory}",
+        f"--model_dir={model_dir}", "--num_train_steps=1"])], tmp_path)
     assert result.returncode == 2, result.stderr[-3000:]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]

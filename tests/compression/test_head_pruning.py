@@ -3,12 +3,11 @@ those heads), and `tasks.prune --prune_heads` end to end (a model_dir that loads
 
 import json
 import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
+from tests.tasks.forked_commands import run_forked
 from classifier_model_dirs import write_classifier_model_dir
 
 from official_bert import BertConfig
@@ -186,10 +185,10 @@ def test_prune_heads_run_writes_a_smaller_model_dir_that_loads_and_exports(share
     from official_bert.text.preprocessing import text_preprocessor
 
     out = tmp_path / "pruned"
-    command = [sys.executable, "-m", "tasks.prune", f"--teacher={teacher_dir}", "--prune_heads=0.5",
-               f"--data_dir={shared_data / 'glue' / 'MRPC'}", f"--model_dir={out}", "--train_batch_size=8",
-               "--eval_batch_size=128", "--num_train_steps=2", "--importance_examples=16"]
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    args = [f"--teacher={teacher_dir}", "--prune_heads=0.5", f"--data_dir={shared_data / 'glue' / 'MRPC'}",
+            f"--model_dir={out}", "--train_batch_size=8", "--eval_batch_size=128", "--num_train_steps=2",
+            "--importance_examples=16"]
+    (result,) = run_forked([("tasks.prune", args)], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
 
     importance = json.loads((out / "importance.json").read_text())

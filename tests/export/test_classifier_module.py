@@ -3,11 +3,10 @@
 import json
 import os
 import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from tests.tasks.forked_commands import run_forked
 import tensorflow as tf
 
 from export.saved_model import build_module
@@ -142,15 +141,14 @@ def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
     base.mkdir()
     os.symlink(exports["tagger"], base / "2")
     os.symlink(exports["classifier"], base / "10")  # numerically the latest
-    command = [sys.executable, "-m", "export.predict"]
-    result = subprocess.run(command + [f"--export_dir={base}", "The cat sat.", "A cat was sitting."], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300)
+    (result,) = run_forked([("export.predict", [f"--export_dir={base}", "The cat sat.", "A cat was sitting."])],
+                           tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout)
     assert set(answer) == {"label", "label_id", "logits", "probabilities", "truncated"}
     assert answer["label"] == str(answer["label_id"]) and answer["truncated"] is False
 
-    # A version directory itself; the CLI's function, in-process (one more subprocess would only repeat the above).
+    # A version directory itself; the CLI's function, in-process (one more forked run would only repeat the above).
     from export.predict import predict
 
     text = "SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT ."

@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+from tests.tasks.forked_commands import run_python
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,7 +96,7 @@ def _two_cpus(corpus, model_dir, strategies):
     """The command and environment of a `_TWO_CPUS` run (8 steps, a checkpoint every step, eval on 40 records)."""
     args = _args(corpus, model_dir, "--num_train_steps=8", "--checkpoint_steps=1", "--do_eval",
                  f"--eval_files={corpus / 'eval.tfrecord'}", "--eval_batch_size=8", config="config_no_dropout.json")
-    return [sys.executable, "-c", _TWO_CPUS, *args], {**os.environ, "STRATEGIES": strategies}
+    return ["-c", _TWO_CPUS, *args], {**os.environ, "STRATEGIES": strategies}
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,7 @@ def reference_runs(corpus, tmp_path_factory):
     """One unbroken run on one device and one on two mirrored replicas (same flags, dropout 0), and their log."""
     base = tmp_path_factory.mktemp("reference_runs")
     command, env = _two_cpus(corpus, base, "one_device,mirrored")
-    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, env=env)
+    result = run_python(command, env=env, timeout=600)  # a child of a process that imported TensorFlow alone
     assert result.returncode == 0, result.stderr[-3000:]
     return base, result.stderr
 
