@@ -8,13 +8,12 @@ raw text goes to `serving_default`, and every answer must equal `tf.saved_model.
 """
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from session_loader import session_and_eager_outputs
+from tests.tasks.forked_commands import run_python
 
 pytestmark = pytest.mark.slow
 KINDS = ("classifier", "regression", "tagger", "squad_v1", "squad_v2", "masked_lm", "multiple_choice", "encoder")
@@ -89,13 +88,12 @@ def test_every_export_has_one_variable_handle_per_saved_variable(answers):
 
 def test_saved_model_cli_runs_the_classifier_with_tf_text_ops_loaded(answers):
     """docs/export.md's `saved_model_cli run` command (the CLI itself, with tensorflow_text imported first)."""
-    command = [sys.executable, "-c", "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli "
+    command = ["-c", "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli "
                "import main; sys.argv[0] = 'saved_model_cli'; main()",
                "run", "--dir", answers["exports"]["classifier_float32"], "--tag_set", "serve",
                "--signature_def", "serving_default",
                "--input_exprs", 'text=["The cat sat on the mat."];text_b=["A cat was sitting on a mat."]']
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = run_python(command, timeout=300)  # a child of a process that imported TensorFlow alone
     assert result.returncode == 0, result.stderr[-3000:]
     for key in ("label", "label_id", "logits", "probabilities", "truncated"):
         assert f"Result for output key {key}:" in result.stdout
