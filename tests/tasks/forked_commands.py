@@ -90,8 +90,21 @@ def run_child(argv, out, environment):
         sys.stderr.flush()
     os._exit(code)
 
+def serve_together(request):
+    pids = []
+    for index, (argv, environment) in enumerate(request["together"]):
+        pid = os.fork()
+        if pid == 0:
+            run_child(argv, f"{{request['out_dir']}}/{{index}}", environment)
+        pids.append(pid)
+    for index, pid in enumerate(pids):
+        with open(f"{{request['out_dir']}}/{{index}}.rc", "w") as f:
+            f.write(str(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])))
+
 def serve(request):
     os.chdir(request["cwd"])
+    if "together" in request:
+        return serve_together(request)
     for index, (argv, kill) in enumerate(request["commands"]):
         out = f"{{request['out_dir']}}/{{index}}"
         pid = os.fork()
@@ -159,11 +172,14 @@ def _stop_server(kind):
     return stderr.read()
 
 
-def _serve(kind, commands, out_dir, cwd, env, timeout):
-    """Runs `commands` ([argv, kill condition or None]) in children of the `kind` server, one after another."""
+def _serve(kind, commands, out_dir, cwd, env, timeout, together=None):
+    """Runs `commands` ([argv, kill condition or None]) in children of the `kind` server, one after another; or
+    `together` ([argv, environment]), all at once."""
     process = _server(kind)
     request = {"commands": commands, "out_dir": str(pathlib.Path(out_dir).resolve()), "cwd": str(cwd),
                "env": _environment(env)}
+    if together is not None:
+        request["together"] = together
     process.stdin.write(json.dumps(request, default=str) + "\n")
     process.stdin.flush()
     with selectors.DefaultSelector() as selector:
@@ -173,8 +189,8 @@ def _serve(kind, commands, out_dir, cwd, env, timeout):
     if reply != "done\n":
         log = _stop_server(kind)
         what = f"ran past {timeout} s" if reply is None else "died"
-        raise AssertionError(f"the {kind} fork server {what} on {[argv[:2] for argv, _ in commands]}:\n"
-                             f"{log[-3000:]}")
+        ran = [argv[:2] for argv, _ in together or commands]
+        raise AssertionError(f"the {kind} fork server {what} on {ran}:\n{log[-3000:]}")
 
 
 def _completed(out_dir, index, argv):
@@ -229,3 +245,20 @@ def run_python(argv, cwd=REPO_ROOT, env=None, timeout=600):
     with tempfile.TemporaryDirectory() as out_dir:
         _serve("tensorflow", [[argv, None]], out_dir, cwd, env, timeout)
         return _completed(out_dir, 0, argv)
+
+
+def run_forked_together(commands, out_dir, cwd=REPO_ROOT, timeout=600):
+    """Runs `commands`, a list of `(module, [args], env)`, as `python -m module args` with environment `env`
+    (TF_CPP_MIN_LOG_LEVEL=2 and the repository on PYTHONPATH added), all at once, each in a child of this worker's
+    "project" fork server (the workers of a multi-worker run); returns a `subprocess.CompletedProcess` for each.
+
+    Args:
+        commands: as above.
+        out_dir: an existing directory for their outputs.
+        cwd: their working directory.
+        timeout: seconds for all of them.
+    """
+    argvs = [["-m", module, *args] for module, args, _ in commands]
+    _serve("project", [], out_dir, cwd, None, timeout,
+           together=[[argv, _environment(env)] for argv, (_, _, env) in zip(argvs, commands)])
+    return [_completed(out_dir, index, argv) for index, argv in enumerate(argvs)]

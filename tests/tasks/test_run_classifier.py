@@ -7,14 +7,12 @@ import json
 import os
 import pathlib
 import socket
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from tests.tasks.forked_commands import run_forked
+from tests.tasks.forked_commands import run_forked, run_forked_together
 
 pytestmark = pytest.mark.slow
 
@@ -159,25 +157,20 @@ def _free_port():
 def test_multi_worker_mirrored_only_the_chief_writes(shared_data, tiny_checkpoint, tmp_path):
     model_dir = tmp_path / "run"
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
-    processes = []
+    commands = []
     for index in range(2):
         temp = tmp_path / f"tmp{index}"
         temp.mkdir()
         env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
             {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        command = [sys.executable, "-m", "tasks.run_classifier",
-                   *_args(shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
-                          "--distribution_strategy=multi_worker_mirrored", "--do_predict")]
-        processes.append(subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True))
-    try:
-        outputs = [process.communicate(timeout=500)[0] for process in processes]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-    for process, output in zip(processes, outputs):
-        assert process.returncode == 0, output[-3000:]
+        commands.append(("tasks.run_classifier", _args(
+            shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+            "--distribution_strategy=multi_worker_mirrored", "--do_predict"), env))
+    (tmp_path / "outputs").mkdir()
+    results = run_forked_together(commands, tmp_path / "outputs", timeout=500)  # both workers at once
+    outputs = [result.stdout + result.stderr for result in results]
+    for result, output in zip(results, outputs):
+        assert result.returncode == 0, output[-3000:]
     for name in ("task.json", "checkpoints/ckpt-4.index", "model.weights.h5", "encoder/model.safetensors",
                  "eval_results.json", "predictions/MRPC.tsv"):
         assert (model_dir / name).is_file(), name

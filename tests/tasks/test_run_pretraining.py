@@ -9,12 +9,10 @@ import logging
 import os
 import re
 import socket
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from tests.tasks.forked_commands import run_python
+from tests.tasks.forked_commands import run_forked_together, run_python
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -165,34 +163,20 @@ def _free_port():
 def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus, tmp_path):
     model_dir = tmp_path / "run"
     workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
-    processes, logs = [], []
+    commands = []
     for index in range(2):
         temp = tmp_path / f"tmp{index}"
         temp.mkdir()
         env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
             {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        log = open(tmp_path / f"worker{index}.log", "w+")
-        logs.append(log)
-        processes.append(subprocess.Popen(
-            [sys.executable, "-m", "tasks.run_pretraining",
-             *_args(corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2", "--keep_checkpoints=2",
-                    "--distribution_strategy=multi_worker_mirrored")],
-            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
-    try:
-        for process in processes:
-            process.wait(timeout=400)
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    outputs = []
-    for log in logs:
-        log.seek(0)
-        outputs.append(log.read())
-        log.close()
-    for process, output in zip(processes, outputs):
-        assert process.returncode == 0, output[-3000:]
+        commands.append(("tasks.run_pretraining", _args(
+            corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2", "--keep_checkpoints=2",
+            "--distribution_strategy=multi_worker_mirrored"), env))
+    (tmp_path / "outputs").mkdir()
+    results = run_forked_together(commands, tmp_path / "outputs", timeout=400)  # both workers at once
+    outputs = [result.stdout + result.stderr for result in results]
+    for result, output in zip(results, outputs):
+        assert result.returncode == 0, output[-3000:]
         assert "on 2 replica(s), multi_worker_mirrored" in output
     # Both workers trained the same steps in lockstep, on one global batch.
     assert _step_losses(outputs[0]) == _step_losses(outputs[1]) and len(_step_losses(outputs[0])) == 4
