@@ -5,8 +5,6 @@ import json
 import os
 import pathlib
 import re
-import subprocess
-import sys
 import textwrap
 import warnings
 
@@ -17,15 +15,17 @@ import tensorflow as tf
 
 from official_bert import keras_compat
 from official_bert.optimization import AdamW
+from tests.tasks.forked_commands import run_python
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def _run_script(script):
-    """Runs `script` in a fresh Python (TensorFlow backend); returns (stdout, stderr)."""
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
-    process = subprocess.run([sys.executable, "-W", "always::UserWarning", "-c", textwrap.dedent(script)], env=env,
-                             capture_output=True, text=True, timeout=600, cwd=REPO_ROOT)
+    """Runs `script` in a child of a process that imported TensorFlow alone (`run_python`; TensorFlow backend,
+    every UserWarning shown); returns (stdout, stderr)."""
+    env = dict(os.environ, KERAS_BACKEND="tensorflow")
+    code = 'import warnings\nwarnings.simplefilter("always", UserWarning)\n' + textwrap.dedent(script)
+    process = run_python(["-c", code], env=env, timeout=600)
     assert process.returncode == 0, process.stderr[-3000:]
     return process.stdout, process.stderr
 

@@ -14,20 +14,32 @@ from tests.conftest import REPO_ROOT
 pytestmark = pytest.mark.slow
 
 _BLOCK_TENSORFLOW = "import sys\nsys.modules['tensorflow'] = None  # any `import tensorflow` now fails\n"
+_END = "-- end of script --"  # printed after each script
 
 
-def _run_on_torch_backend(script):
-    """Runs `script` in a fresh process on Keras' torch backend; returns the JSON it prints last."""
+def _run_on_torch_backend(*scripts):
+    """Runs `scripts` one after another (each in a namespace of its own) in one fresh process on Keras' torch
+    backend; returns the JSON each printed last, a list."""
     pytest.importorskip("torch")
     env = dict(os.environ, KERAS_BACKEND="torch", PYTHONPATH=str(REPO_ROOT))
-    process = subprocess.run([sys.executable, "-c", _BLOCK_TENSORFLOW + textwrap.dedent(script)], env=env,
-                             capture_output=True, text=True, timeout=600)
+    code = _BLOCK_TENSORFLOW + "".join(f"exec({textwrap.dedent(script)!r}, {{}})\nprint({_END!r}, flush=True)\n"
+                                       for script in scripts)
+    process = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert process.returncode == 0, process.stderr[-3000:]
-    return json.loads(process.stdout.strip().splitlines()[-1])
+    outputs = process.stdout.split(_END + "\n")[:-1]
+    assert len(outputs) == len(scripts), process.stdout[-3000:]
+    return [json.loads(output.strip().splitlines()[-1]) for output in outputs]
 
 
-def test_minilm_matches_transformers_on_the_torch_backend(minilm_dir, shared_data):
-    result = _run_on_torch_backend(f"""
+@pytest.fixture(scope="module")
+def torch_results(minilm_dir, shared_data):
+    """Both checks' results, from one process (the torch and Keras imports cost seconds)."""
+    minilm, pretrainer = _run_on_torch_backend(_minilm_script(minilm_dir, shared_data), _PRETRAINER_SCRIPT)
+    return {"minilm": minilm, "pretrainer": pretrainer}
+
+
+def _minilm_script(minilm_dir, shared_data):
+    return f"""
         import json
         import keras
         import numpy as np
@@ -40,13 +52,16 @@ def test_minilm_matches_transformers_on_the_torch_backend(minilm_dir, shared_dat
         real = ref["mrpc_padding_mask"].astype(bool)
         diff = np.abs(keras.ops.convert_to_numpy(out["sequence_output"]) - ref["mrpc_sequence_output"])[real].max()
         print(json.dumps({{"backend": keras.backend.backend(), "max_diff": float(diff)}}))
-    """)
+    """
+
+
+def test_minilm_matches_transformers_on_the_torch_backend(torch_results):
+    result = torch_results["minilm"]
     assert result["backend"] == "torch"
     assert result["max_diff"] <= 1e-5, result
 
 
-def test_pretrainer_trains_with_clipped_adamw_on_the_torch_backend():
-    result = _run_on_torch_backend("""
+_PRETRAINER_SCRIPT = """
         import json
         import keras
         import numpy as np
@@ -75,7 +90,11 @@ def test_pretrainer_trains_with_clipped_adamw_on_the_torch_backend():
                     for v, b in zip(model.trainable_variables, before))
         print(json.dumps({"clipped_norm": norm, "losses": history.history["loss"], "moved": moved,
                           "variables": len(before)}))
-    """)
+    """
+
+
+def test_pretrainer_trains_with_clipped_adamw_on_the_torch_backend(torch_results):
+    result = torch_results["pretrainer"]
     assert result["clipped_norm"] == pytest.approx(1e-3, rel=1e-4)
     assert result["moved"] == result["variables"]
     assert result["losses"][-1] < result["losses"][0] - 0.5, result["losses"]
