@@ -2,7 +2,6 @@
 rerun that resumes from the cached features and results."""
 
 import json
-import pathlib
 import sys
 import tempfile
 
@@ -11,7 +10,6 @@ import pytest
 from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _flags(out):

@@ -11,8 +11,6 @@ from tests.tasks.forked_commands import run_forked
 
 from official_bert.checkpoints import load_encoder, open_checkpoint
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 
 def _corrupt_copy(minilm_dir, tmp_path, kind):
     """MiniLM's config.json beside a broken model.safetensors: cut to 1 MB, random bytes, or empty."""

@@ -2,7 +2,6 @@
 those heads), and `tasks.prune --prune_heads` end to end (a model_dir that loads and exports)."""
 
 import json
-import pathlib
 
 import keras
 import numpy as np
@@ -17,7 +16,6 @@ from official_bert.compression.pruning import head_importance, heads_to_prune, p
 pytestmark = pytest.mark.slow
 
 INFO = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 HIDDEN, HEADS, LAYERS = 32, 4, 3
 
 

@@ -2,7 +2,6 @@
 
 import json
 import os
-import pathlib
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from model_dirs import tiny_bert_config, write_model_dir
 
 pytestmark = pytest.mark.slow
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SST2_TEXTS = ["it 's a charming and often affecting journey . ", "unflinchingly bleak and desperate ", "",
               "the acting , costumes , music , cinematography and sound are all astounding " * 6]
 

@@ -25,14 +25,14 @@ import os
 import pathlib
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+from tests.conftest import REPO_ROOT, SHARED_DATA
 
-UNCASED_VOCAB = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"),
-                             "bert-vocab", "bert-base-uncased-vocab.txt")
+UNCASED_VOCAB = SHARED_DATA / "bert-vocab" / "bert-base-uncased-vocab.txt"
 # The project server also builds the uncased BERT vocab's normalizer tables (0.2 s of pure Python, cached by the
 # tokenizer module), which most commands' tokenizers would otherwise each build again.
 _WARM_TOKENIZER = f"""
@@ -90,26 +90,26 @@ def run_child(argv, out, environment):
         sys.stderr.flush()
     os._exit(code)
 
-def serve_together(request):
-    pids = []
-    for index, (argv, environment) in enumerate(request["together"]):
-        pid = os.fork()
-        if pid == 0:
-            run_child(argv, f"{{request['out_dir']}}/{{index}}", environment)
-        pids.append(pid)
-    for index, pid in enumerate(pids):
-        with open(f"{{request['out_dir']}}/{{index}}.rc", "w") as f:
-            f.write(str(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])))
+def fork_child(argv, out, environment):
+    pid = os.fork()
+    if pid == 0:
+        run_child(argv, out, environment)
+    return pid
+
+def write_exit_code(out, status):
+    with open(out + ".rc", "w") as f:
+        f.write(str(os.waitstatus_to_exitcode(status)))
 
 def serve(request):
     os.chdir(request["cwd"])
-    if "together" in request:
-        return serve_together(request)
-    for index, (argv, kill) in enumerate(request["commands"]):
-        out = f"{{request['out_dir']}}/{{index}}"
-        pid = os.fork()
-        if pid == 0:
-            run_child(argv, out, request["env"])
+    outs = [f"{{request['out_dir']}}/{{index}}" for index in range(len(request["commands"]))]
+    if request["together"]:  # all started, then each waited for (no conditions)
+        pids = [fork_child(argv, out, environment) for (argv, _, environment), out in zip(request["commands"], outs)]
+        for pid, out in zip(pids, outs):
+            write_exit_code(out, os.waitpid(pid, 0)[1])
+        return
+    for (argv, kill, environment), out in zip(request["commands"], outs):
+        pid = fork_child(argv, out, environment)
         if kill:
             (model_dir, step, copy_to), seen = kill, None
             while not os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):  # not reaped: the pid stays
@@ -131,8 +131,7 @@ def serve(request):
                 f.write(json.dumps(seen))
             if copy_to is None:
                 shutil.copytree(model_dir, out + ".model_dir", symlinks=True)
-        with open(out + ".rc", "w") as f:
-            f.write(str(os.waitstatus_to_exitcode(status)))
+        write_exit_code(out, status)
 
 for line in sys.stdin:
     serve(json.loads(line))
@@ -172,14 +171,12 @@ def _stop_server(kind):
     return stderr.read()
 
 
-def _serve(kind, commands, out_dir, cwd, env, timeout, together=None):
-    """Runs `commands` ([argv, kill condition or None]) in children of the `kind` server, one after another; or
-    `together` ([argv, environment]), all at once."""
+def _serve(kind, commands, out_dir, cwd, timeout, together=False):
+    """Runs `commands` ([argv, kill or copy condition or None, environment]) in children of the `kind` server, one
+    after another, or with `together` all at once (no conditions)."""
     process = _server(kind)
-    request = {"commands": commands, "out_dir": str(pathlib.Path(out_dir).resolve()), "cwd": str(cwd),
-               "env": _environment(env)}
-    if together is not None:
-        request["together"] = together
+    request = {"commands": commands, "together": together, "out_dir": str(pathlib.Path(out_dir).resolve()),
+               "cwd": str(cwd)}
     process.stdin.write(json.dumps(request, default=str) + "\n")
     process.stdin.flush()
     with selectors.DefaultSelector() as selector:
@@ -189,8 +186,8 @@ def _serve(kind, commands, out_dir, cwd, env, timeout, together=None):
     if reply != "done\n":
         log = _stop_server(kind)
         what = f"ran past {timeout} s" if reply is None else "died"
-        ran = [argv[:2] for argv, _ in together or commands]
-        raise AssertionError(f"the {kind} fork server {what} on {ran}:\n{log[-3000:]}")
+        raise AssertionError(f"the {kind} fork server {what} on {[argv[:2] for argv, *_ in commands]}:\n"
+                             f"{log[-3000:]}")
 
 
 def _completed(out_dir, index, argv):
@@ -215,9 +212,15 @@ def run_forked(commands, out_dir, cwd=REPO_ROOT, timeout=600):
         `latest_checkpoint` (the step the server read last: the one it killed at, the copy's, or None); with a kill
         condition, also `model_dir` (the copy of the model dir once the child was dead).
     """
-    conditions = [(*kill[0], None)[:3] if kill else None for _, _, *kill in commands]  # (model_dir, step, copy_to)
-    argvs = [["-m", module, *args] for module, args, *_ in commands]
-    _serve("project", [list(pair) for pair in zip(argvs, conditions)], out_dir, cwd, None, timeout)
+    environment = _environment()
+    requests = []
+    for module, args, *kill in commands:
+        condition = None
+        if kill:  # the server takes (model_dir, step, copy_to or None)
+            model_dir, step, *copy_to = kill[0]
+            condition = [model_dir, step, copy_to[0] if copy_to else None]
+        requests.append([["-m", module, *args], condition, environment])
+    _serve("project", requests, out_dir, cwd, timeout)
     results = []
     for index, (module, args, *kill) in enumerate(commands):
         result = _completed(out_dir, index, [module, *args])
@@ -243,22 +246,32 @@ def run_python(argv, cwd=REPO_ROOT, env=None, timeout=600):
     """
     argv = [str(arg) for arg in argv]
     with tempfile.TemporaryDirectory() as out_dir:
-        _serve("tensorflow", [[argv, None]], out_dir, cwd, env, timeout)
+        _serve("tensorflow", [[argv, None, _environment(env)]], out_dir, cwd, timeout)
         return _completed(out_dir, 0, argv)
 
 
-def run_forked_together(commands, out_dir, cwd=REPO_ROOT, timeout=600):
-    """Runs `commands`, a list of `(module, [args], env)`, as `python -m module args` with environment `env`
-    (TF_CPP_MIN_LOG_LEVEL=2 and the repository on PYTHONPATH added), all at once, each in a child of this worker's
-    "project" fork server (the workers of a multi-worker run); returns a `subprocess.CompletedProcess` for each.
+def run_forked_workers(module, args, tmp_path, workers=2, timeout=600):
+    """Runs `python -m module args` as the `workers` workers of one multi-worker cluster on free local ports, all at
+    once, each in a child of this worker's "project" fork server, with its TF_CONFIG (its index in the cluster) and
+    its own TMPDIR, `tmp_path/tmp<index>`; their outputs go to `tmp_path/outputs`.
 
-    Args:
-        commands: as above.
-        out_dir: an existing directory for their outputs.
-        cwd: their working directory.
-        timeout: seconds for all of them.
+    Returns:
+        a `subprocess.CompletedProcess` for each worker, the chief's first.
     """
-    argvs = [["-m", module, *args] for module, args, _ in commands]
-    _serve("project", [], out_dir, cwd, None, timeout,
-           together=[[argv, _environment(env)] for argv, (_, _, env) in zip(argvs, commands)])
-    return [_completed(out_dir, index, argv) for index, argv in enumerate(argvs)]
+    cluster = {"worker": [f"127.0.0.1:{_free_port()}" for _ in range(workers)]}
+    argv, commands = ["-m", module, *args], []
+    for index in range(workers):
+        temp = tmp_path / f"tmp{index}"
+        temp.mkdir()
+        environment = _environment({**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
+            {"cluster": cluster, "task": {"type": "worker", "index": index}})})
+        commands.append([argv, None, environment])
+    (tmp_path / "outputs").mkdir()
+    _serve("project", commands, tmp_path / "outputs", REPO_ROOT, timeout, together=True)
+    return [_completed(tmp_path / "outputs", index, argv) for index in range(workers)]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

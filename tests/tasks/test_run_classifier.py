@@ -1,22 +1,17 @@
-"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line and its refusal run
-as children of the worker's fork server (`forked_commands`), the multi-worker runs as fresh processes; the other
-runs go through the runner in-process (the same `RunConfig` the CLI builds from its flags). A killed run's resume is
+"""tasks.run_classifier end to end, with a tiny model: train, evaluate, predict. The command line, its refusal and
+the workers of the multi-worker run run as children of the worker's fork server (`forked_commands`); the other runs
+go through the runner in-process (the same `RunConfig` the CLI builds from its flags). A killed run's resume is
 `tests/tasks/test_resume_every_entry_point.py`'s."""
 
 import json
-import os
-import pathlib
-import socket
 
 import h5py
 import numpy as np
 import pytest
 
-from tests.tasks.forked_commands import run_forked, run_forked_together
+from tests.tasks.forked_commands import run_forked, run_forked_workers
 
 pytestmark = pytest.mark.slow
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _args(shared_data, checkpoint, model_dir, *extra):
@@ -148,26 +143,11 @@ def test_regression_with_mirrored_strategy_and_bfloat16(tiny_checkpoint, tmp_pat
     assert json.loads((model_dir / "task.json").read_text())["num_classes"] == 1
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_multi_worker_mirrored_only_the_chief_writes(shared_data, tiny_checkpoint, tmp_path):
     model_dir = tmp_path / "run"
-    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
-    commands = []
-    for index in range(2):
-        temp = tmp_path / f"tmp{index}"
-        temp.mkdir()
-        env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
-            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        commands.append(("tasks.run_classifier", _args(
-            shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
-            "--distribution_strategy=multi_worker_mirrored", "--do_predict"), env))
-    (tmp_path / "outputs").mkdir()
-    results = run_forked_together(commands, tmp_path / "outputs", timeout=500)  # both workers at once
+    results = run_forked_workers("tasks.run_classifier", _args(
+        shared_data, tiny_checkpoint, model_dir, "--num_train_steps=4", "--checkpoint_steps=2",
+        "--distribution_strategy=multi_worker_mirrored", "--do_predict"), tmp_path, timeout=500)
     outputs = [result.stdout + result.stderr for result in results]
     for result, output in zip(results, outputs):
         assert result.returncode == 0, output[-3000:]

@@ -8,14 +8,11 @@ import json
 import logging
 import os
 import re
-import socket
 
 import numpy as np
 import pytest
-from tests.tasks.forked_commands import run_forked_together, run_python
+from tests.tasks.forked_commands import run_forked_workers, run_python
 from pretraining_record_files import PREDICTIONS, SEQ, VOCAB, write_records
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.slow
 
@@ -154,26 +151,11 @@ def test_mirrored_over_two_cpus_gives_the_loss_of_one_device(reference_runs):
         assert two[key] == pytest.approx(one[key], abs=1e-5), key
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_multi_worker_mirrored_with_two_processes_trains_and_checkpoints(corpus, tmp_path):
     model_dir = tmp_path / "run"
-    workers = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
-    commands = []
-    for index in range(2):
-        temp = tmp_path / f"tmp{index}"
-        temp.mkdir()
-        env = {**os.environ, "TMPDIR": str(temp), "TF_CONFIG": json.dumps(
-            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
-        commands.append(("tasks.run_pretraining", _args(
-            corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2", "--keep_checkpoints=2",
-            "--distribution_strategy=multi_worker_mirrored"), env))
-    (tmp_path / "outputs").mkdir()
-    results = run_forked_together(commands, tmp_path / "outputs", timeout=400)  # both workers at once
+    results = run_forked_workers("tasks.run_pretraining", _args(
+        corpus, model_dir, "--num_train_steps=4", "--checkpoint_steps=2", "--keep_checkpoints=2",
+        "--distribution_strategy=multi_worker_mirrored"), tmp_path, timeout=400)
     outputs = [result.stdout + result.stderr for result in results]
     for result, output in zip(results, outputs):
         assert result.returncode == 0, output[-3000:]
