@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from tests.conftest import write_tiny_checkpoint
 from tests.tasks.forked_commands import run_forked
 
 from official_bert import model_dir as model_dirs
@@ -39,11 +40,13 @@ def _teacher(task, model_dir, checkpoint):
 
 
 @pytest.fixture(scope="module")
-def teachers(shared_data, tiny_checkpoint, tmp_path_factory):
+def teachers(shared_data, tmp_path_factory):
+    """kind -> (a 2-layer teacher model_dir, its data flags): pruning keeps one of its layers."""
     from official_bert.tasks.squad import SquadTask
     from official_bert.tasks.tagging import TaggingTask
 
     root = tmp_path_factory.mktemp("prune_teachers")
+    tiny_checkpoint = write_tiny_checkpoint(root / "tiny_bert", num_hidden_layers=2)
     conll = _conll_dir(shared_data, root / "conll")
     squad = _squad_file(shared_data, root / "squad.json")
     return {
