@@ -116,7 +116,7 @@ def _pretraining_corpus(directory):
     for shard in range(2):
         write_records(directory / f"train-{shard}.tfrecord", 12, seed=shard)
     (directory / "config.json").write_text(json.dumps(dict(
-        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=SEQ)))
     return directory
 

@@ -24,7 +24,7 @@ def corpus(tmp_path_factory):
     write_records(root / "train-0.tfrecord", 48, seed=0)
     write_records(root / "train-1.tfrecord", 48, seed=1)
     write_records(root / "eval.tfrecord", 40, seed=2)
-    tiny = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+    tiny = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
                 max_position_embeddings=SEQ)
     (root / "config.json").write_text(json.dumps(tiny))
     (root / "config_no_dropout.json").write_text(json.dumps(
