@@ -54,25 +54,26 @@ def tiny_config():
                       intermediate_size=64, max_position_embeddings=40, type_vocab_size=2)
 
 
-def write_tiny_checkpoint(path, num_hidden_layers):
+def write_tiny_checkpoint(path, num_hidden_layers, shared_data):
     """A randomly initialised hidden-32 BERT with the real uncased vocab, saved as a Hugging Face directory at `path`.
 
     Args:
         path: the directory to create (pathlib.Path).
         num_hidden_layers: its layer count.
+        shared_data: the `shared_data` fixture's directory (which skips, or fails under CI, when it is missing).
     """
     from official_bert import BertConfig, BertEncoder
     from official_bert.checkpoints import save_encoder
 
     config = BertConfig(hidden_size=32, num_hidden_layers=num_hidden_layers, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=64)
-    save_encoder(BertEncoder(config), path, vocab_file=SHARED_DATA / "bert-vocab" / "bert-base-uncased-vocab.txt")
+    save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
     return path
 
 
 @pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory):
+def tiny_checkpoint(shared_data, tmp_path_factory):
     """A 1-layer `write_tiny_checkpoint` (for CLI runs): what a run, an export or a resume does with a model does not
     depend on its depth, and a second layer makes a tiny MRPC run about a third slower. Tests of depth itself (pruning
     layers, choosing a student's layers, every layer's outputs) build their own deeper models."""
-    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"), num_hidden_layers=1)
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"), num_hidden_layers=1, shared_data=shared_data)

@@ -46,7 +46,7 @@ def teachers(shared_data, tmp_path_factory):
     from official_bert.tasks.tagging import TaggingTask
 
     root = tmp_path_factory.mktemp("prune_teachers")
-    tiny_checkpoint = write_tiny_checkpoint(root / "tiny_bert", num_hidden_layers=2)
+    tiny_checkpoint = write_tiny_checkpoint(root / "tiny_bert", num_hidden_layers=2, shared_data=shared_data)
     conll = _conll_dir(shared_data, root / "conll")
     squad = _squad_file(shared_data, root / "squad.json")
     return {
