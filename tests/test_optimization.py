@@ -6,6 +6,7 @@ import pytest
 
 from official_bert import BertEncoder
 from official_bert.models.classifier import BertClassifier
+from official_bert import optimization
 from official_bert.optimization import WarmupLinearDecay, create_optimizer
 
 
@@ -38,13 +39,20 @@ def _embedding_model(vocab, dim, seq):
     return keras.Model(ids, keras.ops.mean(scores, axis=1))
 
 
+# FUSED_UPDATE_MIN_SIZE for each way TensorFlow updates a variable: every variable one XLA kernel, or op by op.
+UPDATES = {"xla_kernel": 0, "op_by_op": 10**9}
+
+
+@pytest.mark.parametrize("update", UPDATES)
 @pytest.mark.parametrize("loss_scale", [1.0, 1e-7], ids=["clipped", "tiny-gradients"])
-def test_adamw_steps_equal_torch_adamw_with_repeated_embedding_ids(loss_scale):
+def test_adamw_steps_equal_torch_adamw_with_repeated_embedding_ids(loss_scale, update, monkeypatch):
     """Embedding rows looked up many times per batch (their gradient arrives as IndexedSlices with repeated ids)
     and gradients far below epsilon (where Keras' epsilon placement would differ 32x at the first step) update
-    exactly as torch.optim.AdamW with a dense nn.Embedding, with warmup/decay, weight decay and clipping."""
+    exactly as torch.optim.AdamW with a dense nn.Embedding, with warmup/decay, weight decay and clipping; on
+    TensorFlow both ways a variable may be updated (by its size) do so."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    monkeypatch.setattr(optimization, "FUSED_UPDATE_MIN_SIZE", UPDATES[update])
     vocab, dim, seq, steps, learning_rate = 6, 4, 5, 5, 1e-2
     keras.utils.set_random_seed(0)
     model = _embedding_model(vocab, dim, seq)
@@ -98,16 +106,18 @@ def _train_embedding_model(strategy, steps=3):
 
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's fused update")
-def test_adamw_updates_each_variable_in_one_xla_kernel_and_a_distributed_one_op_by_op_the_same():
+def test_adamw_updates_a_large_variable_in_one_xla_kernel_and_a_distributed_one_op_by_op_the_same(monkeypatch):
     import tensorflow as tf
 
+    # The embedding table (6 x 4) counts as large, the dense kernel (4 x 1) and bias (1,) as small.
+    monkeypatch.setattr(optimization, "FUSED_UPDATE_MIN_SIZE", 24)
     model, fused = _train_embedding_model(tf.distribute.get_strategy())
     variables = model.trainable_variables
     apply = tf.function(lambda: model.optimizer.apply([tf.zeros_like(v) for v in variables], variables))
     graph = apply.get_concrete_function().graph.as_graph_def()
     nodes = list(graph.node) + [node for function in graph.library.function for node in function.node_def]
     xla_calls = [node for node in nodes if node.attr["_XlaMustCompile"].b]
-    assert len(xla_calls) == len(model.trainable_weights)  # one update kernel per variable
+    assert len(xla_calls) == 1  # one update kernel, the table's
     _, mirrored = _train_embedding_model(tf.distribute.MirroredStrategy(["/cpu:0"]))
     for ours, op_by_op in zip(fused, mirrored):
         np.testing.assert_allclose(ours, op_by_op, rtol=1e-6, atol=1e-7)
@@ -115,12 +125,13 @@ def test_adamw_updates_each_variable_in_one_xla_kernel_and_a_distributed_one_op_
 
 @pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's fused update")
-def test_a_second_model_in_the_same_process_trains_after_the_first_is_gone():
+def test_a_second_model_in_the_same_process_trains_after_the_first_is_gone(monkeypatch):
     """The fused update's compiled function is shared: it must not hold on to the first model's variables."""
     import gc
 
     import tensorflow as tf
 
+    monkeypatch.setattr(optimization, "FUSED_UPDATE_MIN_SIZE", 0)  # every variable through the shared kernel
     first, weights = _train_embedding_model(tf.distribute.get_strategy())
     del first
     gc.collect()
