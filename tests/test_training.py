@@ -1,5 +1,6 @@
 """Training core: strategies, mixed precision, exact resume after an interruption, progress logging."""
 
+import dataclasses
 import json
 import logging
 
@@ -23,8 +24,8 @@ def test_unknown_settings_are_rejected():
 
 def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_per_execution=1, summary_steps=100,
          jit_compile=True):
-    """A tiny classifier trained to `total_steps`, resumed from `model_dir`; `loss_scale`: float16 with a
-    loss-scale optimizer starting at that scale."""
+    """A tiny classifier (`tiny_config` with 1 layer: a resume does not depend on depth) trained to `total_steps`,
+    resumed from `model_dir`; `loss_scale`: float16 with a loss-scale optimizer starting at that scale."""
     rng = np.random.default_rng(0)
     ids = rng.integers(1, tiny_config.vocab_size, (48, 10)).astype("int32")
     labels = rng.integers(0, 2, 48).astype("int32")
@@ -40,7 +41,7 @@ def _run(tiny_config, model_dir, total_steps, verbose=0, loss_scale=None, steps_
         set_mixed_precision("float16")
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer, initial_scale=loss_scale)
     try:
-        model = BertClassifier(BertEncoder(tiny_config), 2)
+        model = BertClassifier(BertEncoder(dataclasses.replace(tiny_config, num_hidden_layers=1)), 2)
     finally:
         set_mixed_precision(None)
     model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
