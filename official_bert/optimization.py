@@ -180,8 +180,8 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
 
     def _step_scalars(self, learning_rate, dtype):
         """The update's scalar inputs in `dtype` for this step's `learning_rate` (see `_adamw_values`): made once an
-        `apply`, not once a variable (12 graph ops, for 25 variables in a hidden-32 BERT classifier, traced into
-        every training step)."""
+        `apply`, not once a variable (made in each variable's update, a hidden-32 BERT classifier's train step, 25
+        variables, had 2,696 ops instead of 2,420)."""
         import tensorflow as tf
 
         cache = self.__dict__.get("_scalars_of_step", {})

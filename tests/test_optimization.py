@@ -4,9 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from official_bert import BertEncoder
+from official_bert import BertEncoder, optimization
 from official_bert.models.classifier import BertClassifier
-from official_bert import optimization
 from official_bert.optimization import WarmupLinearDecay, create_optimizer
 
 
