@@ -54,19 +54,20 @@ def tiny_config():
                       intermediate_size=64, max_position_embeddings=40, type_vocab_size=2)
 
 
-def write_tiny_checkpoint(path, num_hidden_layers, shared_data):
+def write_tiny_checkpoint(path, num_hidden_layers, shared_data, max_position_embeddings=64):
     """A randomly initialised hidden-32 BERT with the real uncased vocab, saved as a Hugging Face directory at `path`.
 
     Args:
         path: the directory to create (pathlib.Path).
         num_hidden_layers: its layer count.
         shared_data: the `shared_data` fixture's directory (which skips, or fails under CI, when it is missing).
+        max_position_embeddings: the longest sequence it reads.
     """
     from official_bert import BertConfig, BertEncoder
     from official_bert.checkpoints import save_encoder
 
     config = BertConfig(hidden_size=32, num_hidden_layers=num_hidden_layers, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=64)
+                        intermediate_size=64, max_position_embeddings=max_position_embeddings)
     save_encoder(BertEncoder(config), path, vocab_file=shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
     return path
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from official_bert.models.text_inputs import text_segments
+from tests.conftest import write_tiny_checkpoint
 from tests.tasks.forked_commands import run_python
 
 TEXTS = ["a gripping, moving film", "a dull film", "it was fine", "the best film of the year"]
@@ -139,9 +140,11 @@ def test_keras_file_round_trip_in_a_fresh_process_keeps_the_preprocessor(classif
 
 
 @pytest.mark.slow
-def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path):
-    """docs/your-data.md's "From Python" blocks, as written: fine-tune MiniLM on three texts, predict, save, load
-    and export."""
+def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path, shared_data):
+    """docs/your-data.md's "From Python" blocks, as written but for the checkpoint: fine-tune on three texts, predict,
+    save, load and export. The page's all-MiniLM-L6-v2 is a 1-layer hidden-32 checkpoint in the same Hugging Face
+    layout here (with 128 positions, for `from_pretrained`'s default length): a sixth of the tracing; MiniLM's own
+    loading is checked against transformers in tests/checkpoints and tests/export/test_minilm_export.py."""
     import os
     import pathlib
     import re
@@ -149,6 +152,9 @@ def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path):
     root = pathlib.Path(__file__).resolve().parents[2]
     section = (root / "docs" / "your-data.md").read_text(encoding="utf-8").split("## From Python\n", 1)[1]
     train, save = re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)[:2]
+    assert train.count('"../shared/data/all-MiniLM-L6-v2"') == 1, train
+    checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint", 1, shared_data, max_position_embeddings=128)
+    train = train.replace('"../shared/data/all-MiniLM-L6-v2"', repr(str(checkpoint)))
     namespace = {"__name__": "__docs__"}
     monkeypatch.chdir(root)
     exec(compile(train, "docs/your-data.md (From Python, 1)", "exec"), namespace)
