@@ -121,7 +121,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         input_context: a `tf.distribute.InputContext`; each input pipeline reads its share of the files (or of
             the documents when there are fewer files than pipelines) and draws its own masks.
         chunk_chars: characters per chunk of documents (the random-next buffer; see `document_chunks`).
-        shuffle_buffer_size: instances in the shuffle buffer.
+        shuffle_buffer_size: instances in the shuffle buffer, which is filled within one epoch.
         sentence_order: ALBERT's sentence-order labels (A and B swapped half the time, label 1) instead of
             next-sentence ones (see `pretraining_instances.create_sentence_pairs`).
 
@@ -189,11 +189,15 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         signature = (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int64), tf.TensorSpec([], tf.int64))
         dataset = tf.data.Dataset.from_generator(chunks, output_signature=signature, args=(epoch,))
         dataset = dataset.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        return dataset.flat_map(lambda v, s, d, i: pairs_dataset(v, s, d, i, epoch))
+        dataset = dataset.flat_map(lambda v, s, d, i: pairs_dataset(v, s, d, i, epoch))
+        if not is_training:
+            return dataset
+        # Shuffled within the epoch: a corpus smaller than the buffer fills it with one epoch, not with thousands
+        # (a 10-line file took 7 s of tokenizing and pairing before its first batch).
+        return dataset.shuffle(shuffle_buffer_size, seed=seed * 1_000_003 + epoch, reshuffle_each_iteration=False)
 
     if is_training:
         dataset = tf.data.Dataset.counter().flat_map(epoch_dataset)
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)  # one endless pass
     else:
         dataset = epoch_dataset(tf.constant(0, tf.int64))
 

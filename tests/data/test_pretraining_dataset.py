@@ -288,3 +288,19 @@ def test_a_shard_that_cannot_be_written_is_named_and_no_shard_is_left(tmp_path):
                                          r"directory\); choose another --output_file$"):
         ShardedRecordWriter(paths)
     assert not list(tmp_path.iterdir())  # the first shard's .incomplete file is gone
+
+
+def test_dynamic_masking_fills_its_shuffle_buffer_within_an_epoch(tokenizer, monkeypatch, tmp_path):
+    """A file far smaller than the shuffle buffer (10,000 instances): the first batch comes after reading it a few
+    times, not the thousands of epochs a buffer over the endless stream filled first (7 s of tokenizing)."""
+    from official_bert.data import dynamic_masking
+
+    epochs = []
+    read = dynamic_masking.document_chunks
+    monkeypatch.setattr(dynamic_masking, "document_chunks", lambda *args: epochs.append(1) or read(*args))
+    path = tmp_path / "small.txt"
+    write_documents(path, [["The cat sat on the mat.", "It purred."], ["A dog ran.", "It barked.", "Nobody came."]])
+    dataset = dynamic_masking_dataset(str(path), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
+    batch = _numpy(next(iter(dataset)))
+    assert batch["input_word_ids"].shape == (2, 32)
+    assert 1 <= len(epochs) <= 5, len(epochs)  # 3,160 before
