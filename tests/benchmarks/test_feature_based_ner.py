@@ -1,4 +1,4 @@
-"""benchmarks.feature_based_ner, small: a few hundred CoNLL-2003 sentences, two of the paper's feature sets, and a
+"""benchmarks.feature_based_ner, small: 130 CoNLL-2003 sentences, two of the paper's feature sets, and a
 rerun that resumes from the cached features and results."""
 
 import json
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 
 def _flags(out):
-    return [f"--out={out}", "--max_train_sentences=200", "--max_eval_sentences=60", "--lstm_units=8", "--epochs=1",
+    return [f"--out={out}", "--max_train_sentences=100", "--max_eval_sentences=30", "--lstm_units=8", "--epochs=1",
             "--configs=second_to_last_hidden,weighted_sum_last_four", "--no-finetune"]
 
 
@@ -36,14 +36,14 @@ def _run_in_process(out, monkeypatch, capsys):
 
 def test_small_table_and_resume(tmp_path, shared_data, monkeypatch, capsys):
     first = _run(tmp_path)
-    assert "features of train: 200 sentences" in first
+    assert "features of train: 100 sentences" in first
     table = first[first.index("CoNLL-2003 entity F1"):].splitlines()
     rows = {line.split()[0]: line.split()[1:] for line in table[2:]}
     assert rows["second_to_last_hidden"][0] == "95.6" and rows["embeddings"][1:] == ["-", "-"]
     results = {}
     for name in ("second_to_last_hidden", "weighted_sum_last_four"):
         results[name] = json.loads((tmp_path / "results" / f"{name}.json").read_text())
-        assert 0 <= results[name]["valid_f1"] <= 100 and results[name]["train_sentences"] == 200
+        assert 0 <= results[name]["valid_f1"] <= 100 and results[name]["train_sentences"] == 100
         assert float(rows[name][1]) == pytest.approx(results[name]["valid_f1"], abs=0.01)
     assert len(results["weighted_sum_last_four"]["layer_weights"]) == 4
     features = np.load(tmp_path / "features" / "train.npy", mmap_mode="r")
