@@ -193,7 +193,8 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         if not is_training:
             return dataset
         # Shuffled within the epoch: a corpus smaller than the buffer fills it with one epoch, not with thousands
-        # (a 10-line file took 7 s of tokenizing and pairing before its first batch).
+        # (a 10-line file took 7 s of tokenizing and pairing before its first batch). Each epoch's seed is a function
+        # of (seed, epoch) alone, so a resumed run shuffles as the unbroken one did.
         return dataset.shuffle(shuffle_buffer_size, seed=seed * 1_000_003 + epoch, reshuffle_each_iteration=False)
 
     if is_training:

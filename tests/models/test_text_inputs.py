@@ -152,9 +152,10 @@ def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path, s
     root = pathlib.Path(__file__).resolve().parents[2]
     section = (root / "docs" / "your-data.md").read_text(encoding="utf-8").split("## From Python\n", 1)[1]
     train, save = re.findall(r"^```python\n(.*?)^```$", section, re.M | re.S)[:2]
-    assert train.count('"../shared/data/all-MiniLM-L6-v2"') == 1, train
+    page_checkpoint = '"../shared/data/all-MiniLM-L6-v2"'
+    assert train.count(page_checkpoint) == 1, train
     checkpoint = write_tiny_checkpoint(tmp_path / "checkpoint", 1, shared_data, max_position_embeddings=128)
-    train = train.replace('"../shared/data/all-MiniLM-L6-v2"', repr(str(checkpoint)))
+    train = train.replace(page_checkpoint, repr(str(checkpoint)))
     namespace = {"__name__": "__docs__"}
     monkeypatch.chdir(root)
     exec(compile(train, "docs/your-data.md (From Python, 1)", "exec"), namespace)
