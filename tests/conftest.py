@@ -13,6 +13,15 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+def pytest_configure(config):
+    """Each process that runs tests (a worker, or pytest itself without xdist) traces without op tracebacks
+    (`tf_op_tracebacks`); xdist's controller runs none and does not import TensorFlow."""
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
+        from tf_op_tracebacks import leave_out_op_tracebacks
+
+        leave_out_op_tracebacks()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def temporary_files_under_pytests_own(tmp_path_factory):
     """The temporary files of the tests and of every process they start go under pytest's temporary directory

@@ -4,7 +4,8 @@ TensorFlow again (3 to 4 s of CPU each).
 A fork server is a process a pytest worker starts once, that imports a fixed set of modules and then forks a child
 per command (no op runs in it, before or between forks). There are two kinds:
 - "project": tensorflow, tensorflow_text and the library's runner (`run_forked`, for the entry points), and the
-  uncased BERT vocab's normalizer tables (pure Python, cached by `official_bert.text.tokenizer`);
+  uncased BERT vocab's normalizer tables (pure Python, cached by `official_bert.text.tokenizer`); its children
+  trace without op tracebacks, as the workers do (`tests/tf_op_tracebacks.py`);
 - "tensorflow": tensorflow alone (`run_python`, for a SavedModel's consumers, which must not see the project: each
   such check asserts that no module of the project was imported).
 
@@ -41,6 +42,7 @@ if os.path.isfile({str(UNCASED_VOCAB)!r}):
     tokenizer._normalizer_models(True, vocab.PieceTable(vocab.load_vocab({str(UNCASED_VOCAB)!r})).tokens)
 """
 _IMPORTS = {"project": "import official_bert, official_bert.pipelines, official_bert.runner, official_bert.text\n"
+                       "from tests.tf_op_tracebacks import leave_out_op_tracebacks\nleave_out_op_tracebacks()\n"
                        + _WARM_TOKENIZER,
             "tensorflow": "import tensorflow"}
 
