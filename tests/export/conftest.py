@@ -18,7 +18,7 @@ def classifier_dir(tmp_path_factory, vocab_file):
     from official_bert import BertEncoder
     from official_bert.models.classifier import BertClassifier
 
-    keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(4)  # a seed whose model gives both labels on MRPC's dev pairs
     model = BertClassifier(BertEncoder(tiny_bert_config()), 2)
     info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
     return write_model_dir(tmp_path_factory.mktemp("models") / "mrpc", model, info, vocab_file, 64)

@@ -36,8 +36,8 @@ def test_int8_weights_are_int8(cli_runs, export_of):
     int8_dir = str(export_dir / "1")
     int8 = [dtype for dtype in tf.train.load_checkpoint(os.path.join(int8_dir, "variables", "variables"))
             .get_variable_to_dtype_map().values() if dtype == tf.int8]
-    # per layer: query, key, value, attention output, intermediate, output; pooler, head; the word-piece table
-    assert len(int8) == 2 * 6 + 2 + 1
+    # the layer's query, key, value, attention output, intermediate, output; pooler, head; the word-piece table
+    assert len(int8) == 6 + 2 + 1
     assert _variables_bytes(int8_dir) < _variables_bytes(export_of("classifier"))
 
 

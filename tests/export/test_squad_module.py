@@ -120,6 +120,12 @@ def outputs(squad_cases, tmp_path_factory):
     return result
 
 
+def _best_span(answers, qas_id):
+    """(score, text) of the best non-null span of the post-processed `answers` for `qas_id`, or None."""
+    best = next((entry for entry in answers.nbest[qas_id] if entry["text"]), None)
+    return None if best is None else (best["start_logit"] + best["end_logit"], best["text"])
+
+
 def _assert_answers_equal(case, out, reference, signatures, truncated):
     """Each signature's answers, offsets, scores and `truncated` equal the Python path's `reference`; returns how
     many questions have an answer."""
@@ -156,9 +162,13 @@ def test_answers_over_all_windows_equal_the_python_path_on_dev_questions(squad_c
     answered = _assert_answers_equal(case, out, reference, ("serving_default", "serve_examples"),
                                      truncated=case["long_questions"])
     for example in examples:
-        # n_best_size=1 reads only the top start and the top end: where that pair is a valid span, it is ours.
-        if case["top_1"].predictions[example.qas_id]:
-            assert case["top_1"].predictions[example.qas_id] == reference.predictions[example.qas_id]
+        # n_best_size=1 reads only each window's top start and top end, a subset of the spans we read: where that
+        # gives a span, ours scores at least as high, and is that span where it scores no higher.
+        top_1, ours = _best_span(case["top_1"], example.qas_id), _best_span(reference, example.qas_id)
+        if top_1 is not None:
+            assert ours[0] >= top_1[0] - 1e-5, (example.qas_id, ours, top_1)
+            if ours[0] <= top_1[0] + 1e-5:
+                assert ours[1] == top_1[1], (example.qas_id, ours, top_1)
     assert (case["windows"] > 2).sum() >= 5 and (case["windows"] == 1).any()  # long and short contexts, one request
     np.testing.assert_array_equal(out["serving_default/num_windows"], case["windows"])
     if name == "v2":
