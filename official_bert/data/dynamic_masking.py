@@ -193,9 +193,11 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         if not is_training:
             return dataset
         # Shuffled within the epoch: a corpus smaller than the buffer fills it with one epoch, not with thousands
-        # (a 10-line file took 7 s of tokenizing and pairing before its first batch). Each epoch's seed is a function
-        # of (seed, epoch) alone, so a resumed run shuffles as the unbroken one did.
-        return dataset.shuffle(shuffle_buffer_size, seed=seed * 1_000_003 + epoch, reshuffle_each_iteration=False)
+        # (a 10-line file took 7 s of tokenizing and pairing before its first batch). The buffer's seed is the same
+        # every epoch, and so is its permutation; the instances differ, each epoch's files and pairs being shuffled
+        # by (seed, epoch) above: a resumed run shuffles as the unbroken one did. (A seed computed from the `epoch`
+        # tensor made `Dataset.shuffle` fail when TensorFlow's global seed was 0, as `--seed=0` sets it.)
+        return dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)
 
     if is_training:
         dataset = tf.data.Dataset.counter().flat_map(epoch_dataset)

@@ -304,3 +304,16 @@ def test_dynamic_masking_fills_its_shuffle_buffer_within_an_epoch(tokenizer, mon
     batch = _numpy(next(iter(dataset)))
     assert batch["input_word_ids"].shape == (2, 32)
     assert 1 <= len(epochs) <= 5, len(epochs)  # 3,160 before
+
+
+def test_dynamic_masking_trains_under_a_global_seed_of_0(tokenizer, tmp_path):
+    """`--seed=0` sets TensorFlow's global seed to 0; a shuffle seed computed from the epoch tensor then failed
+    ("Using a symbolic tf.Tensor as a Python bool") before the first batch."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    path = tmp_path / "small.txt"
+    write_documents(path, [["The cat sat on the mat.", "It purred."], ["A dog ran.", "It barked.", "Nobody came."]])
+    dataset = dynamic_masking_dataset(str(path), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
+    batches = [_numpy(batch) for batch in dataset.take(4)]  # across epochs (about 2 instances an epoch)
+    assert all(batch["input_word_ids"].shape == (2, 32) for batch in batches)
