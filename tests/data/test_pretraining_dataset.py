@@ -290,7 +290,15 @@ def test_a_shard_that_cannot_be_written_is_named_and_no_shard_is_left(tmp_path):
     assert not list(tmp_path.iterdir())  # the first shard's .incomplete file is gone
 
 
-def test_dynamic_masking_fills_its_shuffle_buffer_within_an_epoch(tokenizer, monkeypatch, tmp_path):
+@pytest.fixture
+def small_text_file(tmp_path):
+    """Two documents of five sentences: far fewer instances than a shuffle buffer holds."""
+    path = tmp_path / "small.txt"
+    write_documents(path, [["The cat sat on the mat.", "It purred."], ["A dog ran.", "It barked.", "Nobody came."]])
+    return path
+
+
+def test_dynamic_masking_fills_its_shuffle_buffer_within_an_epoch(tokenizer, monkeypatch, small_text_file):
     """A file far smaller than the shuffle buffer (10,000 instances): the first batch comes after reading it a few
     times, not the thousands of epochs a buffer over the endless stream filled first (7 s of tokenizing)."""
     from official_bert.data import dynamic_masking
@@ -298,22 +306,18 @@ def test_dynamic_masking_fills_its_shuffle_buffer_within_an_epoch(tokenizer, mon
     epochs = []
     read = dynamic_masking.document_chunks
     monkeypatch.setattr(dynamic_masking, "document_chunks", lambda *args: epochs.append(1) or read(*args))
-    path = tmp_path / "small.txt"
-    write_documents(path, [["The cat sat on the mat.", "It purred."], ["A dog ran.", "It barked.", "Nobody came."]])
-    dataset = dynamic_masking_dataset(str(path), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
+    dataset = dynamic_masking_dataset(str(small_text_file), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
     batch = _numpy(next(iter(dataset)))
     assert batch["input_word_ids"].shape == (2, 32)
     assert 1 <= len(epochs) <= 5, len(epochs)  # 3,160 before
 
 
-def test_dynamic_masking_trains_under_a_global_seed_of_0(tokenizer, tmp_path):
+def test_dynamic_masking_trains_under_a_global_seed_of_0(tokenizer, small_text_file):
     """`--seed=0` sets TensorFlow's global seed to 0; a shuffle seed computed from the epoch tensor then failed
     ("Using a symbolic tf.Tensor as a Python bool") before the first batch."""
     import keras
 
     keras.utils.set_random_seed(0)
-    path = tmp_path / "small.txt"
-    write_documents(path, [["The cat sat on the mat.", "It purred."], ["A dog ran.", "It barked.", "Nobody came."]])
-    dataset = dynamic_masking_dataset(str(path), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
+    dataset = dynamic_masking_dataset(str(small_text_file), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
     batches = [_numpy(batch) for batch in dataset.take(4)]  # across epochs (about 2 instances an epoch)
     assert all(batch["input_word_ids"].shape == (2, 32) for batch in batches)
