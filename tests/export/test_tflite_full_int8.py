@@ -19,13 +19,32 @@ def mrpc_pairs(shared_data, tmp_path_factory):
     return path
 
 
-def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
+@pytest.fixture(scope="module")
+def full_int8(exports, mrpc_pairs):
+    """Two full_int8 conversions of the tiny classifier: (the two models, the two calibrated models each was
+    quantized from)."""
+    examples = tflite.read_representative_file(str(mrpc_pairs))
+    calibrated = []
+    quantize = tflite._quantize_calibrated
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tflite, "_quantize_calibrated",
+                      lambda model, saved_model_dir: quantize(calibrated.append(model) or model, saved_model_dir))
+        models = [tflite.convert(exports["classifier"], "serving_default", "full_int8", examples) for _ in range(2)]
+    return models, calibrated
+
+
+@pytest.fixture(scope="module")
+def plain(exports):
+    """The tiny classifier converted without quantization."""
+    return tflite.convert(exports["classifier"], "serving_default", "none")
+
+
+def test_full_int8_runs_with_int8_activations(full_int8, plain, mrpc_pairs):
     from tensorflow.lite.python import schema_py_generated as schema
 
     examples = tflite.read_representative_file(str(mrpc_pairs))
     assert len(examples) == 40 and all(len(example) == 2 for example in examples)
-    full = tflite.convert(exports["classifier"], "serving_default", "full_int8", examples)
-    plain = tflite.convert(exports["classifier"], "serving_default", "none")
+    full = full_int8[0][0]
     assert tflite.custom_ops(full) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     model = schema.ModelT.InitFromPackedBuf(full, 0)
     int8 = [t for t in model.subgraphs[0].tensors if t.type == schema.TensorType.INT8]
@@ -55,18 +74,15 @@ def test_full_int8_runs_with_int8_activations(exports, mrpc_pairs):
     np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
 
 
-def test_calibration_reads_the_representative_texts_as_given(exports, mrpc_pairs, monkeypatch):
+def test_calibration_reads_the_representative_texts_as_given(full_int8, plain, mrpc_pairs):
     """The calibrated range of each embedding lookup is the one the float model itself produces on those texts, and
     two conversions calibrate alike (fed as tf.constant, the calibrator tokenized other text from run to run)."""
     from ai_edge_litert.interpreter import InterpreterWithCustomOps
     import tensorflow_text
 
     examples = tflite.read_representative_file(str(mrpc_pairs))
-    calibrated = []
-    quantize = tflite._quantize_calibrated
-    monkeypatch.setattr(tflite, "_quantize_calibrated",
-                        lambda model, saved_model_dir: quantize(calibrated.append(model) or model, saved_model_dir))
-    models = [tflite.convert(exports["classifier"], "serving_default", "full_int8", examples) for _ in range(2)]
+    models, calibrated = full_int8
+    assert len(models) == len(calibrated) == 2
     assert models[0] == models[1] and calibrated[0] == calibrated[1]
 
     lookups = {}  # embedding lookup output name -> calibrated (min, max)
@@ -76,7 +92,6 @@ def test_calibration_reads_the_representative_texts_as_given(exports, mrpc_pairs
             lookups[output.name.decode()] = (output.quantization.min[0], output.quantization.max[0])
     assert lookups  # word, position and token type embeddings
 
-    plain = tflite.convert(exports["classifier"], "serving_default", "none")
     float_model = InterpreterWithCustomOps(custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
                                            model_content=plain, experimental_preserve_all_tensors=True)
     runner = float_model.get_signature_runner("serving_default")
