@@ -35,7 +35,12 @@ def test_outputs_follow_the_tf_hub_contract(tiny_config):
 @pytest.mark.slow
 @pytest.mark.parametrize("preset,expected", [("bert_base_uncased", 109_482_240), ("bert_large_uncased", 335_141_888)])
 def test_parameter_counts_match_bert(preset, expected):
-    assert BertEncoder(BertConfig.from_preset(preset)).count_params() == expected
+    import tensorflow as tf
+
+    # Built in a graph, the model's variables are ops that never run: the same layers and shapes without drawing
+    # 335M random weights (1.3 s instead of 8.7 for BERT-large).
+    with tf.Graph().as_default():
+        assert BertEncoder(BertConfig.from_preset(preset)).count_params() == expected
 
 
 def test_any_length_up_to_max_positions(tiny_config):
