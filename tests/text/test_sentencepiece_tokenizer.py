@@ -88,39 +88,55 @@ def _mismatches(tokenizer, reference, texts):
     return differ, [texts[i] for i in differ if sorted(ours[i]) != sorted(expected[i])]
 
 
+def _fuzz_corpus():
+    return fuzz_texts() + corpora.hard_cases() + corpora.deleted_character_cases()
+
+
+@pytest.fixture(scope="module")
+def corpus_mismatches(tokenizer, reference, shared_data):
+    """corpus name (a real corpus, or "fuzz") -> (its texts, `_mismatches` of the module's tokenizer on them),
+    computed once: the ids tests and the offsets tests read the same comparison."""
+    computed = {}
+
+    def mismatches(corpus):
+        if corpus not in computed:
+            texts = _fuzz_corpus() if corpus == "fuzz" else corpora.REAL_CORPORA[corpus](shared_data)
+            computed[corpus] = texts, _mismatches(tokenizer, reference, texts)
+        return computed[corpus]
+    return mismatches
+
+
 @pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
-def test_real_corpus_ids_equal_reference(tokenizer, reference, shared_data, corpus):
-    texts = corpora.REAL_CORPORA[corpus](shared_data)
-    differ, not_ties = _mismatches(tokenizer, reference, texts)
+def test_real_corpus_ids_equal_reference(corpus_mismatches, corpus):
+    _, (differ, not_ties) = corpus_mismatches(corpus)
     assert not_ties == []
     assert len(differ) <= 10  # float32 ties ("26,000": "0" "00" or "00" "0") are rare
 
 
 @pytest.mark.parametrize("lower_case", [True, False])
-def test_fuzz_and_hard_case_ids_equal_reference(albert_dir, tokenizer, reference, lower_case):
-    if not lower_case:
+def test_fuzz_and_hard_case_ids_equal_reference(albert_dir, corpus_mismatches, lower_case):
+    if lower_case:
+        texts, (differ, not_ties) = corpus_mismatches("fuzz")
+    else:
         tokenizer = SentencepieceTokenizer(model_file=str(albert_dir / "spiece.model"), lower_case=False)
-        reference = _reference(albert_dir, lower_case=False)
-    texts = fuzz_texts() + corpora.hard_cases() + corpora.deleted_character_cases()
-    differ, not_ties = _mismatches(tokenizer, reference, texts)
+        texts = _fuzz_corpus()
+        differ, not_ties = _mismatches(tokenizer, _reference(albert_dir, lower_case=False), texts)
     assert not_ties == []
     assert len(differ) < len(texts) // 50
 
 
 @pytest.mark.parametrize("corpus", sorted(corpora.REAL_CORPORA))
-def test_real_corpus_offsets_equal_reference(tokenizer, reference, shared_data, corpus):
+def test_real_corpus_offsets_equal_reference(tokenizer, reference, corpus_mismatches, corpus):
     """Every text whose ids equal the reference's (all but the float32 ties) has its offsets too."""
-    texts = corpora.REAL_CORPORA[corpus](shared_data)
-    tied, _ = _mismatches(tokenizer, reference, texts)
+    texts, (tied, _) = corpus_mismatches(corpus)
     assert [texts[i] for i in corpora.offset_mismatches(tokenizer, texts, reference.backend_tokenizer)
             if i not in tied] == []
 
 
-def test_fuzz_offsets_equal_reference_except_after_deleted_characters(tokenizer, reference):
+def test_fuzz_offsets_equal_reference_except_after_deleted_characters(tokenizer, reference, corpus_mismatches):
     """Fuzz and hard cases: equal, except in texts with control or format characters that the normalizer deletes
     (tokenizers shifts the offsets after some of those: "\x01word" -> (0, 4), "\x01wor"; ours are (1, 5))."""
-    texts = fuzz_texts() + corpora.hard_cases() + corpora.deleted_character_cases()
-    tied, _ = _mismatches(tokenizer, reference, texts)
+    texts, (tied, _) = corpus_mismatches("fuzz")
     deletes = [any(unicodedata.category(c) in ("Cc", "Cf") and c not in "\t\n\r" for c in t) for t in texts]
     differ = [i for i in corpora.offset_mismatches(tokenizer, texts, reference.backend_tokenizer) if i not in tied]
     assert [texts[i] for i in differ if not deletes[i]] == []
