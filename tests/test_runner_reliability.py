@@ -4,6 +4,7 @@ evaluating a finished run writes none of its training files."""
 
 import hashlib
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -44,6 +45,32 @@ def _config(model_dir, checkpoint, **overrides):
 
 def _task(data_dir, **kwargs):
     return ClassificationTask("MRPC", data_dir=str(data_dir), **kwargs)
+
+
+def _copy(model_dir, tmp_path):
+    """A copy of a finished run's model_dir, for a test that changes it."""
+    import shutil
+
+    return pathlib.Path(shutil.copytree(model_dir, tmp_path / "run"))
+
+
+@pytest.fixture(scope="module")
+def finished(shared_data, tiny_checkpoint, tmp_path_factory):
+    """A finished 2-step run with its evaluation on `_mrpc`'s default data: (data dir, model_dir, eval results).
+    Tests that change the model_dir take a `_copy`."""
+    root = tmp_path_factory.mktemp("finished")
+    data = _mrpc(shared_data, root / "data")
+    results = run(_task(data), _config(root / "run", tiny_checkpoint))
+    return data, root / "run", results
+
+
+@pytest.fixture(scope="module")
+def finished_without_eval(shared_data, tiny_checkpoint, tmp_path_factory):
+    """The same run with --do_eval=false: (data dir, model_dir)."""
+    root = tmp_path_factory.mktemp("finished_without_eval")
+    data = _mrpc(shared_data, root / "data")
+    run(_task(data), _config(root / "run", tiny_checkpoint, do_eval=False))
+    return data, root / "run"
 
 
 def _snapshot(directory):
@@ -124,10 +151,9 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
 # 3. A model_dir holding another run is not continued; --overwrite starts over.
 
 def test_a_finished_model_dir_refuses_other_flags_or_data_and_overwrite_starts_over(shared_data, tiny_checkpoint,
-                                                                                   tmp_path):
-    data = _mrpc(shared_data, tmp_path / "data")
-    model_dir = tmp_path / "run"
-    run(_task(data), _config(model_dir, tiny_checkpoint))
+                                                                                   finished, tmp_path):
+    data, finished_dir, _ = finished
+    model_dir = _copy(finished_dir, tmp_path)
     record = json.loads((model_dir / "run.json").read_text())
     assert record["flags"]["learning_rate"] == 5e-5
     assert record["data"][0]["bytes"] == (data / "train.tsv").stat().st_size
@@ -148,15 +174,15 @@ def test_a_finished_model_dir_refuses_other_flags_or_data_and_overwrite_starts_o
     assert json.loads((model_dir / "run.json").read_text())["data"][0]["bytes"] == (other / "train.tsv").stat().st_size
 
 
-def test_a_killed_run_is_not_resumed_on_other_data(shared_data, tiny_checkpoint, tmp_path):
-    model_dir = tmp_path / "run"
-    run(_task(_mrpc(shared_data, tmp_path / "data")), _config(model_dir, tiny_checkpoint, do_eval=False))
+def test_a_killed_run_is_not_resumed_on_other_data(shared_data, tiny_checkpoint, finished_without_eval, tmp_path):
+    model_dir = _copy(finished_without_eval[1], tmp_path)
     (model_dir / "model.weights.h5").unlink()  # as if killed after its checkpoints
     with pytest.raises(ValueError, match="holds another training run: data"):
         run(_task(_mrpc(shared_data, tmp_path / "other", train_rows=20)), _config(model_dir, tiny_checkpoint))
 
 
-def test_a_training_run_refuses_a_directory_holding_a_users_files(shared_data, tiny_checkpoint, tmp_path):
+def test_a_training_run_refuses_a_directory_holding_a_users_files(shared_data, tiny_checkpoint, finished_without_eval,
+                                                                   tmp_path):
     """The new-user probe's data loss: a run into $HOME-like directory, then --overwrite, deleted everything."""
     mine = tmp_path / "mine"
     (mine / "Documents").mkdir(parents=True)
@@ -170,8 +196,8 @@ def test_a_training_run_refuses_a_directory_holding_a_users_files(shared_data, t
     out = tmp_path / "results"
     out.mkdir()
     (out / "eval_results.json").write_text("a user's file of that name")
-    model_dir = tmp_path / "run"
-    run(_task(data), _config(model_dir, tiny_checkpoint, do_eval=False))
+    data, finished_dir = finished_without_eval
+    model_dir = _copy(finished_dir, tmp_path)
     with pytest.raises(ValueError, match=r"--output_dir=.*results holds files official-bert did not write "
                                          r"\(eval_results.json\)"):
         run(_task(data), _config(model_dir, tiny_checkpoint, do_train=False, output_dir=str(out)))
@@ -229,10 +255,8 @@ def test_a_failed_run_leaves_nothing_that_blocks_its_retry(shared_data, tiny_che
 
 # 6. Evaluating a finished run writes none of its training files.
 
-def test_evaluating_a_finished_run_writes_only_its_results(shared_data, tiny_checkpoint, tmp_path):
-    data = _mrpc(shared_data, tmp_path / "data")
-    model_dir = tmp_path / "run"
-    trained = run(_task(data), _config(model_dir, tiny_checkpoint))
+def test_evaluating_a_finished_run_writes_only_its_results(finished, tmp_path):
+    data, model_dir, trained = finished
     before = _snapshot(model_dir)
     out = tmp_path / "results"
     evaluate_only = _config(model_dir, "/nonexistent/checkpoint", do_train=False, output_dir=str(out),
