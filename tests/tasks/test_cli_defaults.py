@@ -116,12 +116,26 @@ def test_casing_travels_with_the_model_dir(shared_data, tiny_checkpoint, tmp_pat
     assert "Casing" not in caplog.text  # known, not guessed
 
 
-def test_export_with_no_flags_exports_the_demo_model_dir_or_says_what_to_pass(shared_data, tiny_checkpoint,
-                                                                               tmp_path):
+def _write_demo_model_dir(shared_data, path):
+    """A tiny random MRPC classifier written where the demo run leaves its model (the runner's `save_trained`)."""
+    import keras
+    from classifier_model_dirs import write_classifier_model_dir
+
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.models.classifier import BertClassifier
+
+    keras.utils.set_random_seed(0)
+    config = BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=64)
+    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    return write_classifier_model_dir(path, BertClassifier(BertEncoder(config), 2), info,
+                                      shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
+
+
+def test_export_with_no_flags_exports_the_demo_model_dir_or_says_what_to_pass(shared_data, tmp_path):
     error = _error_line(_forked("export.saved_model", cwd=tmp_path))
     assert "--model_dir is required" in error and "python -m tasks.run_classifier" in error
-    demo_dir = tmp_path / "out" / "demo"
-    _train_classifier(shared_data, tiny_checkpoint, demo_dir)
+    _write_demo_model_dir(shared_data, tmp_path / "out" / "demo")
     result = _forked("export.saved_model", cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"exported {os.path.join('out', 'demo')} to {os.path.join('out', 'export', 'demo', '1')}" in result.stdout
