@@ -83,3 +83,19 @@ def export_of(tmp_path_factory, model_dir_of):
         return made[kind, precision]
 
     return version_dir
+
+
+@pytest.fixture(scope="session")
+def minilm_export(minilm_dir, tmp_path_factory):
+    """`export.saved_model.export` of the real all-MiniLM-L6-v2 directory, with its defaults: the version directory."""
+    from export.saved_model import export
+
+    return export(str(minilm_dir), str(tmp_path_factory.mktemp("minilm")))
+
+
+@pytest.fixture(scope="session")
+def minilm_saved(minilm_export):
+    """`minilm_export` loaded with `tf.saved_model.load` (tests only call its signatures)."""
+    import tensorflow as tf
+
+    return tf.saved_model.load(minilm_export)

@@ -29,13 +29,6 @@ def _sst2(shared_data):
 
 
 @pytest.fixture(scope="module")
-def minilm_export(minilm_dir, tmp_path_factory):
-    from export.saved_model import export
-
-    return export(str(minilm_dir), str(tmp_path_factory.mktemp("minilm_embed")))
-
-
-@pytest.fixture(scope="module")
 def jit_export(minilm_dir, tmp_path_factory):
     from export.saved_model import export
 
@@ -55,12 +48,12 @@ def fresh_process(minilm_export, jit_export, shared_data, tmp_path_factory):
     return np.load(saved), checks
 
 
-def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, minilm_dir, fresh_process,
-                                                                shared_data):
+def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, minilm_saved, minilm_dir,
+                                                                fresh_process, shared_data):
     from official_bert.pipelines import Embedder
 
     texts, reference = _sst2(shared_data)
-    embed = tf.saved_model.load(minilm_export).signatures["embed"]
+    embed = minilm_saved.signatures["embed"]
     out = {k: v.numpy() for k, v in embed(text=tf.constant(texts)).items()}
     assert set(out) == {"embedding", "truncated"} and not out["truncated"].any()
     np.testing.assert_allclose(out["embedding"], reference, atol=1e-5, rtol=0)

@@ -13,25 +13,17 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def minilm_export(minilm_dir, tmp_path_factory):
-    from export.saved_model import export
-
-    return export(str(minilm_dir), str(tmp_path_factory.mktemp("minilm")))
-
-
-@pytest.fixture(scope="module")
 def reference(shared_data):
     inputs = json.loads((shared_data / "reference" / "minilm_reference_inputs.json").read_text(encoding="utf-8"))
     return inputs["sst2_texts"], np.load(shared_data / "reference" / "minilm_reference.npz")
 
 
-def test_minilm_export_equals_our_encoder_and_the_reference(minilm_export, minilm_dir, reference):
+def test_minilm_export_equals_our_encoder_and_the_reference(minilm_saved, minilm_dir, reference):
     from official_bert.checkpoints import load_encoder
 
     texts, ref = reference
     texts, ref = texts[:16], {k: ref[k][:16] for k in ref.files if k.startswith("sst2_")}
-    model = tf.saved_model.load(minilm_export)
-    out = {k: v.numpy() for k, v in model.signatures["serving_default"](text=tf.constant(texts)).items()}
+    out = {k: v.numpy() for k, v in minilm_saved.signatures["serving_default"](text=tf.constant(texts)).items()}
     length = ref["sst2_input_ids"].shape[1]  # the reference is padded to its longest text
     mask = ref["sst2_padding_mask"]
     assert out["sequence_output"].shape == (len(texts), 256, 384)  # sentence_bert_config.json's max_seq_length
@@ -56,7 +48,7 @@ def test_minilm_export_equals_our_encoder_and_the_reference(minilm_export, minil
     np.testing.assert_allclose(out["pooled_output"], ours["pooled_output"].numpy(), atol=1e-5, rtol=0)
     expected_mean = (ours["sequence_output"].numpy() * real).sum(1) / mask.sum(1)[:, None]
     np.testing.assert_allclose(out["mean_pooled_output"], expected_mean, atol=1e-5, rtol=0)
-    served = model.signatures["serve_tokens"](**{k: tf.constant(v) for k, v in tokens.items()})
+    served = minilm_saved.signatures["serve_tokens"](**{k: tf.constant(v) for k, v in tokens.items()})
     np.testing.assert_allclose(served["mean_pooled_output"].numpy(), out["mean_pooled_output"], atol=1e-5, rtol=0)
 
 
