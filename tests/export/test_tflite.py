@@ -56,24 +56,29 @@ def classifier_lite(cli_runs):
     return (folder / "mrpc.tflite").read_bytes()
 
 
-def test_classifier_float_model_equals_the_saved_model(exports, classifier_lite):
+@pytest.fixture(scope="module")
+def classifier_saved(exports):
+    """The classifier export loaded with `tf.saved_model.load` (the tests only call its signatures)."""
+    return tf.saved_model.load(exports["classifier"])
+
+
+def test_classifier_float_model_equals_the_saved_model(classifier_saved, classifier_lite):
     assert tflite.custom_ops(classifier_lite) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     interpreter = tflite.interpreter(classifier_lite)
     assert interpreter.get_signature_list()["serving_default"]["inputs"] == ["text", "text_b"]
     lite = interpreter.get_signature_runner("serving_default")(text=np.array(TEXTS, object),
                                                               text_b=np.array(SECOND, object))
     assert set(lite) == {"logits", "probabilities", "label", "label_id", "truncated"}  # strings work too
-    saved = tf.saved_model.load(exports["classifier"]).signatures["serving_default"](
-        text=tf.constant(TEXTS), text_b=tf.constant(SECOND))
+    saved = classifier_saved.signatures["serving_default"](text=tf.constant(TEXTS), text_b=tf.constant(SECOND))
     assert_lite_equals_saved(lite, saved)
     assert lite["truncated"].tolist() == [False, False, True, False]
 
 
-def test_one_classifier_interpreter_answers_requests_of_every_length(exports, classifier_lite):
+def test_one_classifier_interpreter_answers_requests_of_every_length(classifier_saved, classifier_lite):
     # The TFLite function runs each request at its longest text: LiteRT resizes the model's tensors at every call,
     # so a short request after a long one (and the reverse) must answer as the SavedModel does.
     runner = tflite.interpreter(classifier_lite).get_signature_runner("serving_default")
-    serve = tf.saved_model.load(exports["classifier"]).signatures["serving_default"]
+    serve = classifier_saved.signatures["serving_default"]
     for rows in ([0], [2, 3], [3], [1], [0, 1, 2, 3], [1, 3]):
         texts, second = [TEXTS[i] for i in rows], [SECOND[i] for i in rows]
         lite = runner(text=np.array(texts, object), text_b=np.array(second, object))
@@ -110,7 +115,7 @@ def test_quantized_classifier_runs_smaller(exports, classifier_lite, quantize):
     np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
 
 
-def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
+def test_serve_tokens_converts_and_serve_examples_is_refused(exports, classifier_saved):
     model = tflite.convert(exports["classifier"], "serve_tokens", "none")
     assert tflite.custom_ops(model) == set()
     pad = [0] * 58  # to the export's sequence length, 64
@@ -118,8 +123,7 @@ def test_serve_tokens_converts_and_serve_examples_is_refused(exports):
               "input_mask": np.array([[1, 1, 1, 1, 1, 0] + pad], np.int32),
               "input_type_ids": np.array([[0, 0, 0, 1, 1, 0] + pad], np.int32)}
     lite = tflite.interpreter(model).get_signature_runner("serve_tokens")(**inputs)
-    saved = tf.saved_model.load(exports["classifier"]).signatures["serve_tokens"](
-        **{k: tf.constant(v) for k, v in inputs.items()})
+    saved = classifier_saved.signatures["serve_tokens"](**{k: tf.constant(v) for k, v in inputs.items()})
     assert_lite_equals_saved(lite, saved)
     with pytest.raises(ValueError, match="ParseExampleV2"):
         tflite.convert(exports["classifier"], "serve_examples", "none")
@@ -135,6 +139,7 @@ def test_a_bfloat16_export_is_refused_with_the_way_out(export_of):
 
 def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(export_of):
     version_dir = export_of("multiple_choice")  # sequence length 48
+    signatures = tf.saved_model.load(version_dir).signatures
     model = tflite.convert(version_dir, "serving_default", "none")
     assert tflite.custom_ops(model) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     interpreter = tflite.interpreter(model)
@@ -144,8 +149,8 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
                        object)  # "": a missing choice
     lite = interpreter.get_signature_runner("serving_default")(context=contexts, choices=choices)
     assert set(lite) == {"label_id", "scores", "probabilities", "truncated"}
-    saved = tf.saved_model.load(version_dir).signatures["serving_default"](
-        context=tf.constant(contexts.astype(str)), choices=tf.constant(choices.astype(str)))
+    saved = signatures["serving_default"](context=tf.constant(contexts.astype(str)),
+                                          choices=tf.constant(choices.astype(str)))
     assert_lite_equals_saved(lite, saved)
     assert (lite["probabilities"][1, 1:] == 0).all() and lite["label_id"][1] == 0
     assert lite["truncated"].tolist() == [False, False, True]
@@ -159,8 +164,7 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
               "input_mask": np.array([[row(1, 1, 1, 1, 1, 0), row(0, 0, 0, 0, 0, 0)]], np.int32),  # one missing
               "input_type_ids": np.array([[row(0, 0, 0, 1, 1, 0), row(0, 0, 0, 0, 0, 0)]], np.int32)}
     lite = tflite.interpreter(tokens).get_signature_runner("serve_tokens")(**inputs)
-    saved = tf.saved_model.load(version_dir).signatures["serve_tokens"](
-        **{k: tf.constant(v) for k, v in inputs.items()})
+    saved = signatures["serve_tokens"](**{k: tf.constant(v) for k, v in inputs.items()})
     assert_lite_equals_saved(lite, saved)
     assert lite["scores"][0, 1] == -1e9
 
