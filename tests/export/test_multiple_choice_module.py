@@ -86,9 +86,15 @@ def test_raw_text_and_tokens_in_a_fresh_process_equal_the_python_model(fresh, qu
     assert out["serving_default/truncated"].any() and not out["serving_default/truncated"].all()
 
 
-def test_tf_examples_with_any_number_of_choices_answer_as_raw_text(exported, questions):
+@pytest.fixture(scope="module")
+def saved(exported):
+    """The export loaded with `tf.saved_model.load` (the tests only call its signatures)."""
+    return tf.saved_model.load(exported[1])
+
+
+def test_tf_examples_with_any_number_of_choices_answer_as_raw_text(saved, questions):
     contexts, choices = questions
-    model = tf.saved_model.load(exported[1])
+    model = saved
     examples = [tf.train.Example(features=tf.train.Features(feature={
         "context": tf.train.Feature(bytes_list=tf.train.BytesList(value=[context.encode()])),
         "choices": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c.encode() for c in row if c]))}))
@@ -102,9 +108,9 @@ def test_tf_examples_with_any_number_of_choices_answer_as_raw_text(exported, que
     assert two["scores"].shape == (2, 2) and two["scores"].numpy()[1, 1] == -1e9
 
 
-def test_a_choices_vector_is_one_choice_per_question(exported, questions):
+def test_a_choices_vector_is_one_choice_per_question(saved, questions):
     contexts, choices = questions
-    model = tf.saved_model.load(exported[1]).signatures["serving_default"]
+    model = saved.signatures["serving_default"]
     vector = model(context=tf.constant(contexts[:3]), choices=tf.constant(choices[:3, 0]))
     column = model(context=tf.constant(contexts[:3]), choices=tf.constant(choices[:3, :1]))
     assert vector["scores"].shape == (3, 1)
@@ -112,7 +118,7 @@ def test_a_choices_vector_is_one_choice_per_question(exported, questions):
     np.testing.assert_array_equal(vector["probabilities"].numpy(), 1.0)
 
 
-def test_serving_safe_ops_and_warmup_requests(exported):
+def test_serving_safe_ops_and_warmup_requests(exported, saved):
     version_dir = exported[1]
     ops = signature_ops(version_dir)
     assert set(ops) == {"serving_default", "serve_examples", "serve_tokens"}
@@ -122,8 +128,7 @@ def test_serving_safe_ops_and_warmup_requests(exported):
     requests = read_warmup_file(os.path.join(version_dir, "assets.extra", WARMUP_FILE))
     assert [name for name, _ in requests] == ["serving_default", "serve_examples", "serve_tokens"]
     assert requests[0][1]["choices"].shape == (2, 4) and requests[2][1]["input_word_ids"].shape == (2, 4, SEQ_LENGTH)
-    model = tf.saved_model.load(version_dir)
-    answers = [model.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
+    answers = [saved.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
     for answer in answers[1:]:  # the three forms of the same two questions give the same scores
         np.testing.assert_allclose(answer["scores"], answers[0]["scores"], atol=1e-6)
     assert (answers[0]["scores"].numpy()[1, 2:] == -1e9).all()
@@ -141,13 +146,12 @@ def test_the_model_dir_kind_and_task_json(exported):
     assert task["kind"] == "multiple_choice"
 
 
-def test_predict_cli_asks_one_question_with_its_choices(exported, questions):
+def test_predict_cli_asks_one_question_with_its_choices(exported, saved, questions):
     from export.predict import predict
 
     contexts, choices = questions
     answer = predict(str(exported[1]), [contexts[0], *choices[0]])
-    model = tf.saved_model.load(str(exported[1])).signatures["serving_default"]
-    expected = model(context=tf.constant(contexts[:1]), choices=tf.constant(choices[:1]))
+    expected = saved.signatures["serving_default"](context=tf.constant(contexts[:1]), choices=tf.constant(choices[:1]))
     assert answer["label_id"] == int(expected["label_id"][0])
     np.testing.assert_allclose(answer["probabilities"], expected["probabilities"][0].numpy(), atol=1e-6)
     with pytest.raises(ValueError, match="takes a context and at least one of its choices, got 1"):
