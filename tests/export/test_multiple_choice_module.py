@@ -146,9 +146,13 @@ def test_the_model_dir_kind_and_task_json(exported):
     assert task["kind"] == "multiple_choice"
 
 
-def test_predict_cli_asks_one_question_with_its_choices(exported, saved, questions):
+def test_predict_cli_asks_one_question_with_its_choices(exported, saved, questions, monkeypatch):
+    import functools
+
+    from export import predict as predict_module
     from export.predict import predict
 
+    monkeypatch.setattr(predict_module, "load", functools.cache(predict_module.load))  # one load for the 2 calls
     contexts, choices = questions
     answer = predict(str(exported[1]), [contexts[0], *choices[0]])
     expected = saved.signatures["serving_default"](context=tf.constant(contexts[:1]), choices=tf.constant(choices[:1]))
