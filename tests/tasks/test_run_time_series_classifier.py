@@ -4,6 +4,7 @@ and settings; then `export.saved_model` (TF Serving's session loader answers its
 model does) and `export.tflite` (LiteRT gives the same answers). The command lines run in order as children of one
 process (`forked_commands`)."""
 
+import functools
 import json
 import re
 
@@ -161,19 +162,25 @@ def test_a_killed_run_resumes_to_the_unbroken_runs_weights(runs):
         np.testing.assert_array_equal(unbroken[name], resumed[name], err_msg=name)
 
 
-def _model_answers(model_dir, features, lengths):
-    from official_bert.model_dir import load_model_dir
+@pytest.fixture(scope="module")
+def saved_export(runs):
+    """`tf.saved_model.load` of export/1, once a module on first use (the tests only call its signatures)."""
+    import tensorflow as tf
 
-    model = load_model_dir(str(model_dir)).model
+    return functools.cache(lambda: tf.saved_model.load(str(runs[1] / "export" / "1")))
+
+
+def _model_answers(model, features, lengths):
     mask = (np.arange(features.shape[1])[None] < lengths[:, None]).astype(np.int32)
     logits = np.asarray(model({"input_features": features, "input_mask": mask}, training=False))
     return logits, np.argmax(logits, axis=-1)
 
 
-def test_the_export_answers_in_tf_servings_session_loader_as_the_model_does(runs):
+def test_the_export_answers_in_tf_servings_session_loader_as_the_model_does(runs, saved_export):
     import tensorflow as tf
 
     from export.warmup import read_warmup_file
+    from official_bert.model_dir import load_model_dir
     from tests.export.session_loader import tool_checks
 
     results, root = runs
@@ -188,9 +195,10 @@ def test_the_export_answers_in_tf_servings_session_loader_as_the_model_does(runs
     assert len(failed) == 1 and failed[0].startswith("FAILED raw text: ValueError: could not convert string to float"), printed
     requests = read_warmup_file(version_dir / "assets.extra" / "tf_serving_warmup_requests")
     assert [len(inputs["lengths"]) for _, inputs in requests] == [2, 1]
-    served = tf.saved_model.load(str(version_dir)).signatures["serving_default"]
+    served = saved_export().signatures["serving_default"]
+    model = load_model_dir(str(root / "motions")).model
     for _, inputs in requests:
-        logits, label_id = _model_answers(root / "motions", inputs["features"], inputs["lengths"])
+        logits, label_id = _model_answers(model, inputs["features"], inputs["lengths"])
         answer = served(**{name: tf.constant(value) for name, value in inputs.items()})
         np.testing.assert_allclose(answer["logits"].numpy(), logits, atol=1e-5)
         np.testing.assert_array_equal(answer["label_id"].numpy(), label_id)
@@ -217,7 +225,7 @@ def test_export_predict_refuses_what_the_export_cannot_take_in_one_line(runs, na
     assert re.search(message, result.stderr.strip().splitlines()[-1]), result.stderr[-1000:]
 
 
-def test_the_tflite_model_answers_as_the_saved_model(runs):
+def test_the_tflite_model_answers_as_the_saved_model(runs, saved_export):
     import tensorflow as tf
 
     from export import tflite
@@ -230,8 +238,8 @@ def test_the_tflite_model_answers_as_the_saved_model(runs):
     data = np.load(root / "dev.npz")
     features, lengths = data["features"][:4], data["lengths"][:4].astype(np.int32)  # (4, max_time 12, 3)
     lite = interpreter.get_signature_runner("serving_default")(features=features, lengths=lengths)
-    saved = tf.saved_model.load(str(root / "export" / "1")).signatures["serving_default"](
-        features=tf.constant(features), lengths=tf.constant(lengths))
+    saved = saved_export().signatures["serving_default"](features=tf.constant(features),
+                                                         lengths=tf.constant(lengths))
     assert_lite_equals_saved(lite, saved, atol=1e-5)
 
 
@@ -249,14 +257,14 @@ def test_the_dynamic_int8_tflite_model_runs_smaller(runs):
     np.testing.assert_allclose(lite["logits"], reference["logits"], atol=0.25)  # int8 weights move them a little
 
 
-def test_an_int8_saved_model_answers_close_to_the_float_one(runs):
+def test_an_int8_saved_model_answers_close_to_the_float_one(runs, saved_export):
     import tensorflow as tf
 
     results, root = runs
     _ok(results["export_int8"])
     data = np.load(root / "dev.npz")
     inputs = {"features": tf.constant(data["features"][:4]), "lengths": tf.constant(data["lengths"][:4], tf.int32)}
-    int8, reference = (tf.saved_model.load(str(root / name / "1")).signatures["serving_default"](**inputs)
-                       for name in ("export_int8", "export"))
+    int8 = tf.saved_model.load(str(root / "export_int8" / "1")).signatures["serving_default"](**inputs)
+    reference = saved_export().signatures["serving_default"](**inputs)
     np.testing.assert_allclose(int8["probabilities"].numpy().sum(-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(int8["logits"].numpy(), reference["logits"].numpy(), atol=0.25)
