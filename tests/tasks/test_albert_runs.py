@@ -60,6 +60,12 @@ def exported(trained, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def saved(exported):
+    """The classifier export loaded with `tf.saved_model.load` (the tests only call its signatures)."""
+    return tf.saved_model.load(exported)
+
+
+@pytest.fixture(scope="module")
 def mlm_sop(checkpoint, shared_data, tmp_path_factory):
     """`run_pretraining --objective=mlm_sop` from the ALBERT checkpoint, 2 steps, and its fill-mask export:
     (model_dir, evaluation results, version directory)."""
@@ -106,11 +112,11 @@ def test_fine_tune_writes_an_albert_model_dir_that_transformers_loads(trained, s
     np.testing.assert_array_equal(inputs["input_type_ids"].numpy(), expected["token_type_ids"])
 
 
-def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, exported, session_checks):
+def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, exported, saved, session_checks):
     from official_bert import model_dir as model_dirs
 
     model_dir, _ = trained
-    served = tf.saved_model.load(exported).signatures["serving_default"]
+    served = saved.signatures["serving_default"]
     out = served(text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B))
     loaded = model_dirs.load_model_dir(str(model_dir))
     packed = load_preprocessor(model_dir, SEQ)([tf.constant(TEXTS), tf.constant(TEXTS_B)])
@@ -121,7 +127,7 @@ def test_raw_text_export_answers_as_the_model_in_tf_serving_loader(trained, expo
     _assert_session_check_passed(session_checks, exported)
 
 
-def test_tflite_of_the_albert_classifier_runs_in_litert_from_raw_text(exported):
+def test_tflite_of_the_albert_classifier_runs_in_litert_from_raw_text(exported, saved):
     pytest.importorskip("ai_edge_litert.interpreter")
     from export import tflite
 
@@ -129,11 +135,10 @@ def test_tflite_of_the_albert_classifier_runs_in_litert_from_raw_text(exported):
     assert tflite.custom_ops(model) == {"TFText>FastSentencepieceTokenize"}
     lite = tflite.interpreter(model).get_signature_runner("serving_default")(
         text=np.array(TEXTS, object), text_b=np.array(TEXTS_B, object))
-    saved = tf.saved_model.load(exported).signatures["serving_default"](
-        text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B))
-    np.testing.assert_allclose(lite["logits"], saved["logits"].numpy(), atol=1e-5, rtol=0)
-    assert lite["label_id"].tolist() == saved["label_id"].numpy().tolist()
-    assert lite["truncated"].tolist() == saved["truncated"].numpy().tolist()
+    out = saved.signatures["serving_default"](text=tf.constant(TEXTS), text_b=tf.constant(TEXTS_B))
+    np.testing.assert_allclose(lite["logits"], out["logits"].numpy(), atol=1e-5, rtol=0)
+    assert lite["label_id"].tolist() == out["label_id"].numpy().tolist()
+    assert lite["truncated"].tolist() == out["truncated"].numpy().tolist()
 
 
 def test_encoder_export_and_feature_extraction_equal_albert_model(checkpoint, tmp_path):
