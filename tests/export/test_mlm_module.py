@@ -139,8 +139,14 @@ def test_every_signature_uses_only_serving_safe_ops(masked_lm):
     assert disallowed_ops(saved_model_ops(masked_lm["export"]), ALLOWED_OPS | SAVER_OPS) == set()
 
 
+@pytest.fixture(scope="module")
+def saved(masked_lm):
+    """The export loaded with `tf.saved_model.load` (the tests only call its signatures)."""
+    return tf.saved_model.load(masked_lm["export"])
+
+
 @pytest.mark.parametrize("signature", ["serving_default", "serve_tokens"])
-def test_tflite_float_model_equals_the_saved_model(masked_lm, signature):
+def test_tflite_float_model_equals_the_saved_model(masked_lm, saved, signature):
     from export import tflite
 
     pytest.importorskip("ai_edge_litert.interpreter")
@@ -152,10 +158,9 @@ def test_tflite_float_model_equals_the_saved_model(masked_lm, signature):
     model = tflite.convert(masked_lm["export"], signature, "none")
     assert tflite.custom_ops(model) == (TF_TEXT_OPS if signature == "serving_default" else set())
     lite = tflite.interpreter(model).get_signature_runner(signature)(**inputs)
-    saved = tf.saved_model.load(masked_lm["export"]).signatures[signature](
-        **{k: tf.constant(v) for k, v in inputs.items()})
-    assert set(lite) == set(saved)  # strings included
-    assert_lite_equals_saved(lite, saved)
+    out = saved.signatures[signature](**{k: tf.constant(v) for k, v in inputs.items()})
+    assert set(lite) == set(out)  # strings included
+    assert_lite_equals_saved(lite, out)
     assert lite["num_masks"].sum() > 0
 
 
