@@ -136,7 +136,6 @@ def _assert_session_check_passed(session_checks, version):
 
 
 def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(tagging, session_checks):
-    from official_bert import model_dir as model_dirs
     from official_bert.pipelines.entity_tagger import EntityTagger
 
     root, results, module, version = tagging
@@ -147,8 +146,7 @@ def test_tagging_runs_from_albert_and_its_export_tags_as_the_model(tagging, sess
              "Zürich's café", "EU  Werner\tZwingmann \n said. ", ""]
     out = module.serving_default(tf.constant(texts))
     tagger = EntityTagger.from_model_dir(str(root / "model"))
-    model = model_dirs.load_model_dir(str(root / "model")).model
-    split = assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, TAG_SEQ)
+    split = assert_tagger_export_equals_entity_tagger(out, tagger, tagger.model, texts, TAG_SEQ)
     # words start at "▁" pieces and at the user-defined symbols ( ) " - .
     assert [texts[0][a:b] for a, b in split[0][1]] == ["Peter", "Blackburn", "flew", "to", "Brussels", "."]
     assert [texts[1][a:b] for a, b in split[1][1]][1:6] == ["EU", "(", "Brussels", ")", "rejects"]
