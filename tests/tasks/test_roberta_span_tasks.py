@@ -105,7 +105,6 @@ def ner_run(shared_data, checkpoint, tmp_path_factory):
 
 def test_tagging_runs_from_roberta_and_its_export_tags_as_the_model(ner_run, tmp_path):
     from export.saved_model import build_module
-    from official_bert import model_dir as model_dirs
     from official_bert.pipelines.entity_tagger import EntityTagger
 
     root, results = ner_run
@@ -121,8 +120,7 @@ def test_tagging_runs_from_roberta_and_its_export_tags_as_the_model(ner_run, tmp
     out = module.serving_default(tf.constant(texts))
     tagger = EntityTagger.from_model_dir(str(root / "model"))
     assert tagger.layout == "roberta"
-    model = model_dirs.load_model_dir(str(root / "model")).model
-    split = assert_tagger_export_equals_entity_tagger(out, tagger, model, texts, TAG_SEQ)
+    split = assert_tagger_export_equals_entity_tagger(out, tagger, tagger.model, texts, TAG_SEQ)
     assert split[0][1] == [(0, 5), (6, 15), (16, 20), (21, 23), (24, 33)]  # "Brussels." is one word, as in HF
     # whitespace pieces start no word and widen no span; a lone "Ġ" before "Zw" (no "ĠZw" in this vocab) is the
     # first piece of "Zwingmann", as in training
