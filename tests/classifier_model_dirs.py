@@ -2,6 +2,11 @@
 pruned students (no CLI run: that costs a minute of start-up and training on 2 cores)."""
 
 
+def mrpc_task_info():
+    """task.json's fields of an MRPC classifier (two labels, "0" and "1"), a new dict each call."""
+    return {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+
+
 def write_classifier_model_dir(path, model, info, vocab_file, seq_length=32):
     """Writes `task.json`, `bert_config.json`, `vocab.txt`, `model.weights.h5` and `encoder/` (the runner's
     `save_trained`) for a `BertClassifier` into `path`; returns `path`.

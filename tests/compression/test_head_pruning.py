@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 from tests.tasks.forked_commands import run_forked
-from classifier_model_dirs import write_classifier_model_dir
+from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 
 from official_bert import BertConfig
 from official_bert import model_dir as model_dirs
@@ -15,7 +15,7 @@ from official_bert.compression.pruning import head_importance, heads_to_prune, p
 
 pytestmark = pytest.mark.slow
 
-INFO = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+INFO = mrpc_task_info()
 HIDDEN, HEADS, LAYERS = 32, 4, 3
 
 

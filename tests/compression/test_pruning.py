@@ -4,7 +4,7 @@ target sparsity with its per-kernel report."""
 import keras
 import numpy as np
 import pytest
-from classifier_model_dirs import write_classifier_model_dir
+from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 
 from official_bert import BertConfig
 from official_bert import model_dir as model_dirs
@@ -16,7 +16,7 @@ from official_bert.compression.student import copy_teacher_weights, student_conf
 
 pytestmark = pytest.mark.slow
 
-INFO = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+INFO = mrpc_task_info()
 
 
 def _batches(count=2, batch=8, seq=12, seed=0):

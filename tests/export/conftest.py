@@ -2,6 +2,7 @@
 
 import pytest
 
+from classifier_model_dirs import mrpc_task_info
 from model_dirs import CONLL_LABELS, tiny_bert_config, write_model_dir
 
 
@@ -20,7 +21,7 @@ def classifier_dir(tmp_path_factory, vocab_file):
 
     keras.utils.set_random_seed(4)  # a seed whose model gives both labels on MRPC's dev pairs
     model = BertClassifier(BertEncoder(tiny_bert_config()), 2)
-    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    info = mrpc_task_info()
     return write_model_dir(tmp_path_factory.mktemp("models") / "mrpc", model, info, vocab_file, 64)
 
 

@@ -119,7 +119,7 @@ def test_casing_travels_with_the_model_dir(shared_data, tiny_checkpoint, tmp_pat
 def _write_demo_model_dir(shared_data, path):
     """A tiny random MRPC classifier written where the demo run leaves its model (the runner's `save_trained`)."""
     import keras
-    from classifier_model_dirs import write_classifier_model_dir
+    from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 
     from official_bert import BertConfig, BertEncoder
     from official_bert.models.classifier import BertClassifier
@@ -127,7 +127,7 @@ def _write_demo_model_dir(shared_data, path):
     keras.utils.set_random_seed(0)
     config = BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=64)
-    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    info = mrpc_task_info()
     return write_classifier_model_dir(path, BertClassifier(BertEncoder(config), 2), info,
                                       shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
 

@@ -4,7 +4,7 @@ command lines run as children of one process (`forked_commands`): TensorFlow is 
 import json
 
 import pytest
-from classifier_model_dirs import write_classifier_model_dir
+from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 from tests.tasks.forked_commands import run_forked
 
 pytestmark = pytest.mark.slow
@@ -22,7 +22,7 @@ def teacher_dir(shared_data, tmp_path_factory):
     path = tmp_path_factory.mktemp("teacher")
     config = BertConfig(hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=64, initializer_range=0.5)
-    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    info = mrpc_task_info()
     model = model_dirs.build_task_model(model_dirs.CLASSIFICATION, config, info)
     vocab = shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt"
     return write_classifier_model_dir(path, model, info, vocab)

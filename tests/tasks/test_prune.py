@@ -108,14 +108,14 @@ def test_flags_that_prune_nothing_are_refused_before_anything_runs(shared_data, 
     """`--prune_heads=0` (or no pruning flag, or `--keep_layers` of every layer, or a share of the heads that rounds
     to none) would train a full copy of the teacher: refused, naming the flag, and no model_dir is written."""
     import keras
-    from classifier_model_dirs import write_classifier_model_dir
+    from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 
     from official_bert import BertConfig
 
     keras.utils.set_random_seed(6)
     config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=64)
-    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    info = mrpc_task_info()
     teacher = write_classifier_model_dir(tmp_path / "teacher", model_dirs.build_task_model(
         model_dirs.CLASSIFICATION, config, info), info, shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
     out = tmp_path / "pruned"

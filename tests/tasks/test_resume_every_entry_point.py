@@ -126,7 +126,7 @@ def teacher_dir(shared_data, tmp_path_factory):
     """A random 2-layer MRPC classifier written as `tasks.run_classifier` leaves it (for distill and prune, whose
     1-layer students resume as deeper ones do)."""
     import keras
-    from classifier_model_dirs import write_classifier_model_dir
+    from classifier_model_dirs import mrpc_task_info, write_classifier_model_dir
 
     from official_bert import BertConfig
     from official_bert import model_dir as model_dirs
@@ -134,7 +134,7 @@ def teacher_dir(shared_data, tmp_path_factory):
     keras.utils.set_random_seed(7)
     config = BertConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=64, initializer_range=0.5)
-    info = {"task": "MRPC", "label_names": ["0", "1"], "is_regression": False, "num_classes": 2}
+    info = mrpc_task_info()
     model = model_dirs.build_task_model(model_dirs.CLASSIFICATION, config, info)
     return write_classifier_model_dir(tmp_path_factory.mktemp("resume_teacher"), model, info,
                                       shared_data / "bert-vocab" / "bert-base-uncased-vocab.txt")
