@@ -51,3 +51,36 @@ def test_int8_export_and_predict_print_no_autograph_or_custom_gradient_warnings(
     assert predicted.returncode == 0, predicted.stderr[-3000:]
     assert "custom gradients" not in predicted.stderr + predicted.stdout
     assert json.loads(predicted.stdout.strip().splitlines()[-1])["label"] in ("0", "1")
+
+
+def test_quantizing_with_the_heap_frozen_gives_keras_int8_layers_and_leaves_gc_as_it_was():
+    """`_quantize` freezes the heap meanwhile (Keras collects garbage once per deleted kernel): the same int8
+    kernels as Keras' own `quantize`, the freeze undone after, and a heap the process froze itself left frozen."""
+    import gc
+
+    import keras
+    import numpy as np
+
+    from export.saved_model import _quantize
+
+    def model():
+        keras.utils.set_random_seed(1)
+        return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(4)])
+
+    plain, frozen = model(), model()
+    plain.quantize("int8")
+    assert gc.get_freeze_count() == 0
+    _quantize(frozen, "int8", word_table=False)
+    assert gc.get_freeze_count() == 0
+    for a, b in zip(plain.weights, frozen.weights, strict=True):
+        assert a.name == b.name and a.dtype == b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    assert "int8" in {w.dtype for w in frozen.weights}
+
+    gc.freeze()
+    try:
+        count = gc.get_freeze_count()
+        _quantize(model(), "int8", word_table=False)
+        assert gc.get_freeze_count() > 0.9 * count  # not undone (objects freed meanwhile leave the count)
+    finally:
+        gc.unfreeze()
