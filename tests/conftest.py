@@ -13,22 +13,9 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
-# TensorFlow's thread pools in each xdist worker (and the processes it starts): the machine's cores shared out among
-# the workers. With TensorFlow's default (one intra-op and one inter-op thread per core in every process), the two
-# workers of the README's command on 2 cores ran 4+ busy threads on 2 cores: the whole suite took 9% more CPU time
-# and 7% longer (1,277 vs 1,162 CPU-s, 669 vs 623 s, one machine, an hour apart). A variable set beforehand wins.
-# tests/tasks/test_resume_every_entry_point.py runs its entry points with TensorFlow's defaults, as users do.
-THREAD_VARIABLES = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
-
-
 def pytest_configure(config):
     """Each process that runs tests (a worker, or pytest itself without xdist) traces without op tracebacks
-    (`tf_op_tracebacks`); xdist's controller runs none and does not import TensorFlow. An xdist worker's TensorFlow
-    gets its share of the cores (`THREAD_VARIABLES`), read when TensorFlow starts its thread pools."""
-    if hasattr(config, "workerinput"):
-        share = max(1, len(os.sched_getaffinity(0)) // int(config.workerinput["workercount"]))
-        for name in THREAD_VARIABLES:
-            os.environ.setdefault(name, str(share))
+    (`tf_op_tracebacks`); xdist's controller runs none and does not import TensorFlow."""
     if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
         from tf_op_tracebacks import leave_out_op_tracebacks
 

@@ -24,7 +24,6 @@ a step count there.
 
 import dataclasses
 import json
-import os
 import signal
 
 import h5py
@@ -120,18 +119,6 @@ def _pretraining_corpus(directory):
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
         max_position_embeddings=SEQ)))
     return directory
-
-
-@pytest.fixture(scope="module", autouse=True)
-def default_thread_pools():
-    """The runs use TensorFlow's default thread pools, as users' runs do (the other tests give each worker's
-    TensorFlow its share of the cores, `tests/conftest.py`): a kernel whose multi-threaded result varied would
-    show here."""
-    from tests.conftest import THREAD_VARIABLES
-
-    shares = {name: os.environ.pop(name) for name in THREAD_VARIABLES if name in os.environ}
-    yield
-    os.environ.update(shares)
 
 
 @pytest.fixture(scope="module")
