@@ -114,8 +114,8 @@ QUANTIZED_PRECISIONS = {"int8": "int8"}
 def _heap_frozen():
     """Inside the block, a full garbage collection scans only the objects made in it (`gc.freeze`), unless the
     process froze its heap itself (then nothing changes). Keras' `Layer.__delattr__` runs `gc.collect()` for every
-    variable it deletes, once per Dense kernel that `Model.quantize` replaces: over a large heap that was most of an
-    int8 export (a tiny classifier's int8 export in a process holding 440k objects: 2.8-3.4 s, 1.1-1.2 s frozen).
+    variable it deletes, once per Dense kernel that `Model.quantize` replaces, each over the whole heap: the int8
+    export of all-MiniLM-L6-v2 (37 kernels, 460k objects) in a fresh process took 10.8 s of CPU, 5.5-5.8 s frozen.
     One collection of the whole heap follows the block."""
     import gc
 
