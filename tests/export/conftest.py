@@ -87,6 +87,17 @@ def export_of(tmp_path_factory, model_dir_of):
 
 
 @pytest.fixture(scope="session")
+def saved_of(export_of):
+    """(kind, precision) -> `tf.saved_model.load` of `export_of(kind, precision)`, loaded once a worker. Tests only
+    call its signatures."""
+    import functools
+
+    import tensorflow as tf
+
+    return functools.cache(lambda kind, precision="float32": tf.saved_model.load(export_of(kind, precision)))
+
+
+@pytest.fixture(scope="session")
 def minilm_export(minilm_dir, tmp_path_factory):
     """`export.saved_model.export` of the real all-MiniLM-L6-v2 directory, with its defaults: the version directory."""
     from export.saved_model import export

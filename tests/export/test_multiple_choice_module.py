@@ -94,17 +94,16 @@ def saved(exported):
 
 def test_tf_examples_with_any_number_of_choices_answer_as_raw_text(saved, questions):
     contexts, choices = questions
-    model = saved
     examples = [tf.train.Example(features=tf.train.Features(feature={
         "context": tf.train.Feature(bytes_list=tf.train.BytesList(value=[context.encode()])),
         "choices": tf.train.Feature(bytes_list=tf.train.BytesList(value=[c.encode() for c in row if c]))}))
         .SerializeToString() for context, row in zip(contexts, choices)]
-    from_examples = model.signatures["serve_examples"](examples=tf.constant(examples))
-    from_text = model.signatures["serving_default"](context=tf.constant(contexts), choices=tf.constant(choices))
+    from_examples = saved.signatures["serve_examples"](examples=tf.constant(examples))
+    from_text = saved.signatures["serving_default"](context=tf.constant(contexts), choices=tf.constant(choices))
     for key in ("scores", "probabilities", "label_id", "truncated"):
         np.testing.assert_allclose(from_examples[key].numpy(), from_text[key].numpy(), atol=1e-6, err_msg=key)
     # A batch whose largest question has two choices gives two columns.
-    two = model.signatures["serve_examples"](examples=tf.constant([examples[1], examples[4]]))
+    two = saved.signatures["serve_examples"](examples=tf.constant([examples[1], examples[4]]))
     assert two["scores"].shape == (2, 2) and two["scores"].numpy()[1, 1] == -1e9
 
 

@@ -222,29 +222,16 @@ def test_classifier_answers_equal_the_python_model(fresh_outputs, classifier_dir
 
 
 @pytest.fixture(scope="module")
-def entity_tagger(ner_dir):
+def tagger(ner_dir):
     """`EntityTagger` of the tiny NER model_dir (the Python path the tagger export is checked against)."""
     from official_bert.pipelines import EntityTagger
 
     return EntityTagger.from_model_dir(str(ner_dir))
 
 
-@pytest.fixture(scope="module")
-def loaded(exports):
-    """kind -> that export loaded with `tf.saved_model.load`, once a module (the tests only call its signatures)."""
-    models = {}
-
-    def load(kind):
-        if kind not in models:
-            models[kind] = tf.saved_model.load(exports[kind])
-        return models[kind]
-    return load
-
-
-def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, ner_dir, entity_tagger, conll_texts):
+def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, ner_dir, tagger, conll_texts):
     outputs, _, tokens = fresh_outputs
     out = outputs["tagger"]
-    tagger = entity_tagger
     expected = tagger(conll_texts)
     split = tagger.split_words(conll_texts)
     compared, pieces = 0, np.array([sum(len(p) for p in words) for words, _ in split])
@@ -274,13 +261,11 @@ def test_tagger_entities_equal_entity_tagger_on_conll_sentences(fresh_outputs, n
     assert out["serve_tokens/token_labels"].astype(str).tolist() == labels.tolist()
 
 
-def test_tagger_entities_equal_entity_tagger_on_conll_documents_joined_into_long_texts(loaded, entity_tagger,
-                                                                                       conll_texts):
+def test_tagger_entities_equal_entity_tagger_on_conll_documents_joined_into_long_texts(saved_of, tagger, conll_texts):
     """Six texts of 20 CoNLL sentences each (hundreds of pieces: many windows of 46), with a short one and an empty
     one in the same request: the same words and entities as `EntityTagger`, entities joined across windows."""
     texts = [" ".join(conll_texts[i:i + 20]) for i in range(0, 120, 20)] + ["Peter flew to Brussels.", ""]
-    tagger = entity_tagger
-    out = {k: v.numpy() for k, v in loaded("tagger").signatures["serving_default"](text=tf.constant(texts)).items()}
+    out = {k: v.numpy() for k, v in saved_of("tagger").signatures["serving_default"](text=tf.constant(texts)).items()}
     split = tagger.split_words(texts)
     for i, expected in enumerate(tagger(texts)):
         got = [{"type": out["entity_type"][i, j].decode(), "start": int(out["entity_start"][i, j]),
@@ -293,8 +278,8 @@ def test_tagger_entities_equal_entity_tagger_on_conll_documents_joined_into_long
 
 
 @pytest.mark.parametrize("kind", ["classifier", "tagger"])
-def test_warmup_requests_replay_against_the_model(exports, loaded, kind):
-    model = loaded(kind)
+def test_warmup_requests_replay_against_the_model(exports, saved_of, kind):
+    model = saved_of(kind)
     requests = read_warmup_file(os.path.join(exports[kind], "assets.extra", WARMUP_FILE))
     answers = [model.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
     # The three forms of the same two texts give the same logits.

@@ -56,41 +56,36 @@ def classifier_lite(cli_runs):
     return (folder / "mrpc.tflite").read_bytes()
 
 
-@pytest.fixture(scope="module")
-def classifier_saved(exports):
-    """The classifier export loaded with `tf.saved_model.load` (the tests only call its signatures)."""
-    return tf.saved_model.load(exports["classifier"])
-
-
-def test_classifier_float_model_equals_the_saved_model(classifier_saved, classifier_lite):
+def test_classifier_float_model_equals_the_saved_model(saved_of, classifier_lite):
     assert tflite.custom_ops(classifier_lite) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     interpreter = tflite.interpreter(classifier_lite)
     assert interpreter.get_signature_list()["serving_default"]["inputs"] == ["text", "text_b"]
     lite = interpreter.get_signature_runner("serving_default")(text=np.array(TEXTS, object),
                                                               text_b=np.array(SECOND, object))
     assert set(lite) == {"logits", "probabilities", "label", "label_id", "truncated"}  # strings work too
-    saved = classifier_saved.signatures["serving_default"](text=tf.constant(TEXTS), text_b=tf.constant(SECOND))
+    saved = saved_of("classifier").signatures["serving_default"](text=tf.constant(TEXTS),
+                                                                 text_b=tf.constant(SECOND))
     assert_lite_equals_saved(lite, saved)
     assert lite["truncated"].tolist() == [False, False, True, False]
 
 
-def test_one_classifier_interpreter_answers_requests_of_every_length(classifier_saved, classifier_lite):
+def test_one_classifier_interpreter_answers_requests_of_every_length(saved_of, classifier_lite):
     # The TFLite function runs each request at its longest text: LiteRT resizes the model's tensors at every call,
     # so a short request after a long one (and the reverse) must answer as the SavedModel does.
     runner = tflite.interpreter(classifier_lite).get_signature_runner("serving_default")
-    serve = classifier_saved.signatures["serving_default"]
+    serve = saved_of("classifier").signatures["serving_default"]
     for rows in ([0], [2, 3], [3], [1], [0, 1, 2, 3], [1, 3]):
         texts, second = [TEXTS[i] for i in rows], [SECOND[i] for i in rows]
         lite = runner(text=np.array(texts, object), text_b=np.array(second, object))
         assert_lite_equals_saved(lite, serve(text=tf.constant(texts), text_b=tf.constant(second)))
 
 
-def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, ner_dir):
+def test_tagger_float_model_equals_the_saved_model_with_byte_offsets(exports, saved_of, ner_dir):
     from official_bert.text import text_preprocessor
 
     model = tflite.convert(exports["tagger"], "serving_default", "none")
     lite = tflite.interpreter(model).get_signature_runner("serving_default")(text=np.array(TEXTS, object))
-    saved = tf.saved_model.load(exports["tagger"]).signatures["serving_default"](text=tf.constant(TEXTS))
+    saved = saved_of("tagger").signatures["serving_default"](text=tf.constant(TEXTS))
     # TFLite has no string slicing: the entities come with byte offsets only.
     assert set(saved) - set(lite) == {"entity_text", "entity_start", "entity_end", "word_start", "word_end"}
     # Logits at [PAD] positions feed no answer; with this tiny model's large random weights they differ by up
@@ -115,7 +110,7 @@ def test_quantized_classifier_runs_smaller(exports, classifier_lite, quantize):
     np.testing.assert_array_equal(lite["truncated"], reference["truncated"])
 
 
-def test_serve_tokens_converts_and_serve_examples_is_refused(exports, classifier_saved):
+def test_serve_tokens_converts_and_serve_examples_is_refused(exports, saved_of):
     model = tflite.convert(exports["classifier"], "serve_tokens", "none")
     assert tflite.custom_ops(model) == set()
     pad = [0] * 58  # to the export's sequence length, 64
@@ -123,23 +118,23 @@ def test_serve_tokens_converts_and_serve_examples_is_refused(exports, classifier
               "input_mask": np.array([[1, 1, 1, 1, 1, 0] + pad], np.int32),
               "input_type_ids": np.array([[0, 0, 0, 1, 1, 0] + pad], np.int32)}
     lite = tflite.interpreter(model).get_signature_runner("serve_tokens")(**inputs)
-    saved = classifier_saved.signatures["serve_tokens"](**{k: tf.constant(v) for k, v in inputs.items()})
+    saved = saved_of("classifier").signatures["serve_tokens"](**{k: tf.constant(v) for k, v in inputs.items()})
     assert_lite_equals_saved(lite, saved)
     with pytest.raises(ValueError, match="ParseExampleV2"):
         tflite.convert(exports["classifier"], "serve_examples", "none")
 
 
-def test_a_bfloat16_export_is_refused_with_the_way_out(export_of):
+def test_a_bfloat16_export_is_refused_with_the_way_out(export_of, saved_of):
     version_dir = export_of("classifier", "bfloat16")
-    loaded = tf.saved_model.load(version_dir).signatures["serving_default"]
+    loaded = saved_of("classifier", "bfloat16").signatures["serving_default"]
     assert set(loaded(text=tf.constant(["A cat."]), text_b=tf.constant(["A dog."]))) >= {"logits", "label"}
     with pytest.raises(ValueError, match="bfloat16 weights .* convert a float32 export"):
         tflite.convert(version_dir, "serving_default", "none")
 
 
-def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(export_of):
+def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(export_of, saved_of):
     version_dir = export_of("multiple_choice")  # sequence length 48
-    signatures = tf.saved_model.load(version_dir).signatures
+    signatures = saved_of("multiple_choice").signatures
     model = tflite.convert(version_dir, "serving_default", "none")
     assert tflite.custom_ops(model) == {"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"}
     interpreter = tflite.interpreter(model)
