@@ -128,8 +128,9 @@ def test_serving_safe_ops_and_warmup_requests(exported, saved):
     assert [name for name, _ in requests] == ["serving_default", "serve_examples", "serve_tokens"]
     assert requests[0][1]["choices"].shape == (2, 4) and requests[2][1]["input_word_ids"].shape == (2, 4, SEQ_LENGTH)
     answers = [saved.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
-    for answer in answers[1:]:  # the three forms of the same two questions give the same scores
-        np.testing.assert_allclose(answer["scores"], answers[0]["scores"], atol=1e-6)
+    for answer in answers[1:]:  # the three forms of the same two questions give the same scores, up to float32
+        # rounding: the forms run at other lengths, so other summation orders (1.1e-6 apart with AVX2's kernels)
+        np.testing.assert_allclose(answer["scores"], answers[0]["scores"], atol=1e-5, rtol=1e-5)
     assert (answers[0]["scores"].numpy()[1, 2:] == -1e9).all()
 
 

@@ -282,10 +282,12 @@ def test_warmup_requests_replay_against_the_model(exports, saved_of, kind):
     model = saved_of(kind)
     requests = read_warmup_file(os.path.join(exports[kind], "assets.extra", WARMUP_FILE))
     answers = [model.signatures[name](**{k: tf.constant(v) for k, v in inputs.items()}) for name, inputs in requests]
-    # The three forms of the same two texts give the same logits.
-    np.testing.assert_allclose(answers[0]["logits"], answers[1]["logits"], atol=1e-6)
+    # The three forms of the same two texts give the same logits, up to float32 rounding: serve_tokens runs at the
+    # padded length, the raw text at its own, and the kernels' summation order differs with the shapes (1.7e-6 on a
+    # logit of 2.8 with AVX2's oneDNN kernels; equal to 1e-6 with AVX-512's).
+    np.testing.assert_allclose(answers[0]["logits"], answers[1]["logits"], atol=1e-5, rtol=1e-5)
     if kind == "classifier":
-        np.testing.assert_allclose(answers[0]["logits"], answers[2]["logits"], atol=1e-6)
+        np.testing.assert_allclose(answers[0]["logits"], answers[2]["logits"], atol=1e-5, rtol=1e-5)
     else:  # the raw-text tagger ran at the longer text's length (float rounding differs), zeros after it
         real = requests[2][1]["input_mask"].astype(bool)  # serve_tokens' packed inputs, (2, seq)
         longest = real.sum(axis=1).max()
