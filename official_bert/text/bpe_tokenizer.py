@@ -49,17 +49,20 @@ class BytePairTokenizer(keras.layers.Layer):
 
     As Hugging Face `tokenizers` (`RobertaTokenizerFast`, `add_prefix_space=False`, `trim_offsets=True`): GPT-2's
     pre-tokenization regex splits the text (evaluated from a code-point class table, see `byte_level`), every
-    UTF-8 byte of a piece maps to its symbol in the vocab, and merges apply lowest rank first, leftmost first on
-    a tie, one at a time (`tokenizers`' BPE; GPT-2's own Python applies all occurrences of a pair at once, which
-    differs on runs like "aaaa"). Offsets leave out a piece's leading and trailing spaces (`trim_offsets`).
+    UTF-8 byte of a piece maps to its symbol in the vocab, and merges apply lowest rank first. `tokenizers` merges
+    one pair at a time (the lowest rank, the leftmost on a tie); this merges every occurrence of a word's
+    lowest-ranked pair at once, left to right (GPT-2's own Python), which gives the same pieces whenever each merge
+    comes after the merges that make its two symbols, as in every trained merges file, in far fewer steps (a run
+    of 400 repeated characters: a few steps instead of hundreds). Offsets leave out a piece's leading and trailing
+    spaces (`trim_offsets`).
 
     The graph holds only core TensorFlow ops, no tensorflow-text kernel and no hash table (merges and code-point
     classes are sorted constant tables searched with `LowerBound` / `UpperBound`): string ops
-    (`UnicodeDecodeWithOffsets`, `StringSplit`, `DecodeRaw`, `StringLength`), a `StatelessWhile` loop (one merge
-    per word per step), segment reductions, `Cumsum`, `DenseBincount` and gathers. TF Serving runs it. TFLite's
-    converter leaves the string ops, the sorted lookups and the int64 segment reductions as custom ops that no
-    LiteRT kernel implements (only the Flex delegate has them), so `export.tflite` refuses a RoBERTa model's text
-    signatures.
+    (`UnicodeDecodeWithOffsets`, `StringSplit`, `DecodeRaw`, `StringLength`), a `StatelessWhile` loop (a step
+    merges each word's lowest-ranked pair), segment reductions, `Cumsum`, `FloorMod`, `DenseBincount` and
+    gathers. TF Serving runs it. TFLite's converter leaves the string ops, the sorted lookups and the int64
+    segment reductions as custom ops that no LiteRT kernel implements (only the Flex delegate has them), so
+    `export.tflite` refuses a RoBERTa model's text signatures.
 
     Literal special-token strings in the text ("<s>", "<mask>") are tokenized as text; Hugging Face's tokenizer
     would emit the special id.
@@ -251,8 +254,9 @@ class BytePairTokenizer(keras.layers.Layer):
         return tf.reshape(tf.cast(tf.io.decode_raw(pieces, tf.uint8), tf.int32), [total])
 
     def _merge(self, symbols, lengths, words, num_words):
-        """Applies the merges to every word at once: each step merges, in every word, its lowest-ranked pair
-        (the leftmost on a tie), until no word has a pair in the table.
+        """Applies the merges to every word at once: each step merges, in every word, every occurrence of its
+        lowest-ranked pair (non-overlapping, left to right: "x x x" -> "xx x"), until no word has a pair in the
+        table.
 
         Args:
             symbols: int32 (n,) symbol ids, word after word.
@@ -274,10 +278,14 @@ class BytePairTokenizer(keras.layers.Layer):
             found = tf.logical_and(tf.equal(tf.gather(keys, at), key), tf.equal(left_words, words[1:]))
             rank = tf.where(found, tf.gather(ranks, at), _NO_MERGE)  # (pairs,)
             best = tf.gather(tf.math.unsorted_segment_min(rank, left_words, num_words), left_words)
-            candidate = tf.logical_and(found, tf.equal(rank, best))
+            candidate = tf.logical_and(found, tf.equal(rank, best))  # (pairs,) every occurrence of the best pair
+            # Adjacent candidates (a repeated symbol: x x x) overlap: of each run of them, every other one from the
+            # run's first. A run lies in one word (both pairs found).
             position = tf.range(pairs)
-            first = tf.math.unsorted_segment_min(tf.where(candidate, position, pairs), left_words, num_words)
-            chosen = tf.logical_and(candidate, tf.equal(position, tf.gather(first, left_words)))  # (pairs,)
+            run_start = tf.logical_and(candidate, tf.logical_not(tf.concat([[False], candidate[:-1]], axis=0)))
+            run_first = tf.concat([[0], tf.boolean_mask(position, run_start)], axis=0)  # (1 + runs,)
+            run = tf.cumsum(tf.cast(run_start, tf.int64))  # (pairs,) the run a candidate is in, from 1
+            chosen = tf.logical_and(candidate, tf.equal((position - tf.gather(run_first, run)) % 2, 0))  # (pairs,)
             merges_here = tf.concat([chosen, [False]], axis=0)  # (n,) merges with the next symbol
             merged_away = tf.concat([[False], chosen], axis=0)  # (n,) merged into the previous symbol
             symbols = tf.where(merges_here, tf.concat([tf.gather(merged, at), [0]], axis=0), symbols)

@@ -26,8 +26,9 @@ SAMPLE = 100  # texts per real corpus in CI
 # no hash table. The string ops (UnicodeDecodeWithOffsets, StringSplit, DecodeRaw, StringLength), the sorted-table
 # lookups (LowerBound, UpperBound) and DenseBincount have no TFLite builtin: export.tflite refuses RoBERTa.
 BPE_GRAPH_OPS = {
-    "AddV2", "Any", "Cast", "ConcatV2", "Const", "Cumsum", "DecodeRaw", "DenseBincount", "Equal", "Fill", "GatherV2",
-    "Greater", "GreaterEqual", "Identity", "Less", "LessEqual", "LogicalAnd", "LogicalNot", "LogicalOr", "LowerBound",
+    "AddV2", "Any", "Cast", "ConcatV2", "Const", "Cumsum", "DecodeRaw", "DenseBincount", "Equal", "Fill", "FloorMod",
+    "GatherV2", "Greater", "GreaterEqual", "Identity", "Less", "LessEqual", "LogicalAnd", "LogicalNot", "LogicalOr",
+    "LowerBound",
     "Max", "Maximum", "Minimum", "Mul", "NotEqual", "OnesLike", "Pack", "Placeholder", "Prod", "Range", "Reshape",
     "ScatterNd", "SelectV2", "Shape", "Size", "Squeeze", "StatelessWhile", "StridedSlice", "StringLength",
     "StringSplit", "Sub", "Sum", "UnicodeDecodeWithOffsets", "UnsortedSegmentMin", "UnsortedSegmentSum", "UpperBound",
