@@ -4,17 +4,21 @@ Both tokenize GLUE SST-2 train (67,349 sentences) without special tokens, trunca
 process on the same machine; each is timed as the best of a few repeats after a warm-up, and the ids are
 checked to be identical. `--tokenizer=wordpiece` (default): our `BertTokenizer` and the uncased vocab;
 `sentencepiece`: ALBERT's `SentencepieceTokenizer` and `AlbertTokenizerFast`, with a 2,000-piece unigram model
-trained here on the sentences (ALBERT's options; no ALBERT `spiece.model` is reachable here). Ours is timed
-without offsets and with them (`--with_offsets`: SQuAD and tagging need them; `tokenizers` always computes them).
+trained here on the sentences (ALBERT's options; no ALBERT `spiece.model` is reachable here); `bpe`: RoBERTa's
+`BytePairTokenizer` and `RobertaTokenizerFast`, with a byte-level BPE of 8,000 merges trained here on the
+sentences. Ours is timed without offsets and with them (`--with_offsets`: SQuAD and tagging need them;
+`tokenizers` always computes them).
 
     python -m benchmarks.tokenizer_throughput [--data ../shared/data] [--repeats 3] [--batch_size 1024]
     python -m benchmarks.tokenizer_throughput --tokenizer=sentencepiece --with_offsets
+    python -m benchmarks.tokenizer_throughput --tokenizer=bpe
 """
 
 import argparse
 import functools
 import os
 import pathlib
+import shutil
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -54,7 +58,34 @@ def _sentencepiece_pair(texts):
         user_defined_symbols=["(", ")", '"', "-", ".", "–", "£", "€"], num_threads=2, minloglevel=2)
     reference = transformers.AlbertTokenizerFast.from_pretrained(directory).backend_tokenizer
     reference.encode_special_tokens = True  # literal "[SEP]" is text, as in ours
-    return SentencepieceTokenizer(model_file=os.path.join(directory, "spiece.model")), reference
+    ours = SentencepieceTokenizer(model_file=os.path.join(directory, "spiece.model"))
+    shutil.rmtree(directory)  # both tokenizers hold what they read
+    return ours, reference
+
+
+def _bpe_pair(texts):
+    """Our BytePairTokenizer and RobertaTokenizerFast's `tokenizers` backend, on a byte-level BPE of 8,000 merges
+    trained on `texts` (RoBERTa's special tokens, no prefix space)."""
+    import tempfile
+
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from official_bert.text import BytePairTokenizer
+
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    trainer = trainers.BpeTrainer(vocab_size=256 + len(special) + 8000, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    directory = tempfile.mkdtemp(prefix="bpe_")
+    tokenizer.model.save(directory)
+    vocab, merges = os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt")
+    reference = transformers.RobertaTokenizerFast(vocab, merges).backend_tokenizer
+    ours = BytePairTokenizer(vocab, merges)
+    shutil.rmtree(directory)  # both tokenizers hold what they read
+    return ours, reference
 
 
 def _best_of(repeats, fn):
@@ -73,7 +104,7 @@ def main():
         "OFFICIAL_BERT_SHARED_DATA", default_data)))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch_size", type=int, default=1024)
-    parser.add_argument("--tokenizer", choices=["wordpiece", "sentencepiece"], default="wordpiece")
+    parser.add_argument("--tokenizer", choices=["wordpiece", "sentencepiece", "bpe"], default="wordpiece")
     parser.add_argument("--with_offsets", action="store_true", help="also time ours with byte offsets")
     args = parser.parse_args()
 
@@ -83,7 +114,9 @@ def main():
     from official_bert.text.dataset import tokenize_dataset
 
     texts = _sst2_train(args.data)
-    ours, reference = (_sentencepiece_pair(texts) if args.tokenizer == "sentencepiece" else _wordpiece_pair(args.data))
+    pairs = {"wordpiece": lambda: _wordpiece_pair(args.data), "sentencepiece": lambda: _sentencepiece_pair(texts),
+             "bpe": lambda: _bpe_pair(texts)}
+    ours, reference = pairs[args.tokenizer]()
     reference.no_truncation()
     reference.no_padding()
     text_tensor = tf.constant(texts)
