@@ -21,8 +21,6 @@ import pathlib
 import shutil
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 
 def _sst2_train(data):
     with open(data / "glue" / "SST-2" / "train.tsv", encoding="utf-8") as f:
@@ -63,24 +61,36 @@ def _sentencepiece_pair(texts):
     return ours, reference
 
 
+BPE_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")  # RoBERTa's
+
+
+def train_byte_level_bpe(texts, directory, num_merges=8000):
+    """Trains a byte-level BPE of `num_merges` merges on `texts` with Hugging Face `tokenizers` (RoBERTa's special
+    tokens, no prefix space) and writes it in RoBERTa's format, `vocab.json` + `merges.txt`, in `directory`
+    (created if missing); returns `directory`."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=256 + len(BPE_SPECIAL_TOKENS) + num_merges,
+                                  special_tokens=list(BPE_SPECIAL_TOKENS),
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tokenizer.train_from_iterator(texts, trainer)
+    pathlib.Path(directory).mkdir(parents=True, exist_ok=True)
+    tokenizer.model.save(str(directory))
+    return directory
+
+
 def _bpe_pair(texts):
     """Our BytePairTokenizer and RobertaTokenizerFast's `tokenizers` backend, on a byte-level BPE of 8,000 merges
-    trained on `texts` (RoBERTa's special tokens, no prefix space)."""
+    trained on `texts`."""
     import tempfile
 
     import transformers
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     from official_bert.text import BytePairTokenizer
 
-    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    trainer = trainers.BpeTrainer(vocab_size=256 + len(special) + 8000, special_tokens=special, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.train_from_iterator(texts, trainer)
-    directory = tempfile.mkdtemp(prefix="bpe_")
-    tokenizer.model.save(directory)
+    directory = train_byte_level_bpe(texts, tempfile.mkdtemp(prefix="bpe_"))
     vocab, merges = os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt")
     reference = transformers.RobertaTokenizerFast(vocab, merges).backend_tokenizer
     ours = BytePairTokenizer(vocab, merges)
@@ -98,6 +108,7 @@ def _best_of(repeats, fn):
 
 
 def main():
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # here, not at import: tests import this module
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     default_data = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
     parser.add_argument("--data", type=pathlib.Path, default=pathlib.Path(os.environ.get(

@@ -1,6 +1,8 @@
 """Reference pieces built with transformers / tokenizers for the family tests: tiny random RoBERTa and ALBERT
 checkpoints with a byte-level BPE or a SentencePiece model trained here, and `run_qa.py`'s SQuAD training targets."""
 
+import json
+
 import pytest
 
 
@@ -9,17 +11,13 @@ def roberta_checkpoint(shared_data, directory, max_positions):
     saved in `directory` (created) with room for `max_positions` tokens; returns `directory`."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from benchmarks.tokenizer_throughput import train_byte_level_bpe
 
     lines = (shared_data / "glue" / "MRPC" / "train.tsv").read_text(encoding="utf-8-sig").splitlines()[1:2000]
-    bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.train_from_iterator([field for line in lines for field in line.split("\t")[3:5]], trainers.BpeTrainer(
-        vocab_size=256 + 5 + 500, special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
     directory.mkdir()
-    bpe.model.save(str(directory))
-    config = transformers.RobertaConfig(vocab_size=bpe.get_vocab_size(), hidden_size=32, num_hidden_layers=2,
+    train_byte_level_bpe([field for line in lines for field in line.split("\t")[3:5]], directory, num_merges=500)
+    vocab_size = len(json.loads((directory / "vocab.json").read_text(encoding="utf-8")))
+    config = transformers.RobertaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2,
                                         num_attention_heads=4, intermediate_size=37,
                                         max_position_embeddings=max_positions + 2, type_vocab_size=1, pad_token_id=1)
     torch.manual_seed(0)

@@ -17,24 +17,15 @@ try:
 except ImportError:
     from tests.text import text_corpora as corpora
 
-SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
+from benchmarks.tokenizer_throughput import BPE_SPECIAL_TOKENS as SPECIAL_TOKENS
+from benchmarks.tokenizer_throughput import train_byte_level_bpe
+
 NUM_MERGES = 8000
 
 
 def train_bpe(data, directory, num_merges=NUM_MERGES):
     """Trains a byte-level BPE of `num_merges` merges on SST-2 and SQuAD text; writes vocab.json + merges.txt."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    texts = corpora.sst2(data)[:20000] + corpora.squad(data)[:3000]
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=256 + len(SPECIAL_TOKENS) + num_merges,
-                                  special_tokens=list(SPECIAL_TOKENS),
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(texts, trainer)
-    pathlib.Path(directory).mkdir(parents=True, exist_ok=True)
-    tokenizer.model.save(str(directory))
-    return directory
+    return train_byte_level_bpe(corpora.sst2(data)[:20000] + corpora.squad(data)[:3000], directory, num_merges)
 
 
 _POOLS = {

@@ -28,9 +28,8 @@ SAMPLE = 100  # texts per real corpus in CI
 BPE_GRAPH_OPS = {
     "AddV2", "Any", "Cast", "ConcatV2", "Const", "Cumsum", "DecodeRaw", "DenseBincount", "Equal", "Fill", "FloorMod",
     "GatherV2", "Greater", "GreaterEqual", "Identity", "Less", "LessEqual", "LogicalAnd", "LogicalNot", "LogicalOr",
-    "LowerBound",
-    "Max", "Maximum", "Minimum", "Mul", "NotEqual", "OnesLike", "Pack", "Placeholder", "Prod", "Range", "Reshape",
-    "ScatterNd", "SelectV2", "Shape", "Size", "Squeeze", "StatelessWhile", "StridedSlice", "StringLength",
+    "LowerBound", "Max", "Maximum", "Minimum", "Mul", "NotEqual", "OnesLike", "Pack", "Placeholder", "Prod", "Range",
+    "Reshape", "ScatterNd", "SelectV2", "Shape", "Size", "Squeeze", "StatelessWhile", "StridedSlice", "StringLength",
     "StringSplit", "Sub", "Sum", "UnicodeDecodeWithOffsets", "UnsortedSegmentMin", "UnsortedSegmentSum", "UpperBound",
     "Where", "ZerosLike", "NoOp", "IdentityN", "PartitionedCall", "StatefulPartitionedCall",
 }
