@@ -138,6 +138,32 @@ def test_the_symbolic_build_under_a_strategy_reads_the_specs_or_one_replicas_sha
         [[0.0, 1.0], [2.0, 3.0]], [["loss", "mae"], True, True]]
 
 
+def test_a_fit_without_a_strategy_traces_the_train_step_once(monkeypatch):
+    """Without a distribution strategy Keras creates the optimizer's variables in the first trace of the train step,
+    and TensorFlow then traces the step a second time; `build_optimizer` creates them before (if the second half
+    fails, Keras builds the optimizer before tracing on its own and `build_optimizer` can go)."""
+    from official_bert.models.task_model import TaskModel
+
+    class Probe(TaskModel):
+        def default_loss(self):
+            return "mse"
+
+    def traces_of_a_fit():
+        inputs = {"a": keras.Input((2,), name="a")}
+        model = Probe(inputs, keras.layers.Dense(1)(inputs["a"]))
+        model.compile(optimizer="adam")
+        traced = []
+        train_step = model.train_step
+        model.train_step = lambda data: (traced.append(data), train_step(data))[1]
+        model.fit({"a": np.ones((4, 2), "float32")}, np.zeros((4, 1), "float32"), batch_size=2, verbose=0)
+        assert model.optimizer.built
+        return len(traced)
+
+    assert traces_of_a_fit() == 1
+    monkeypatch.setattr(keras_compat, "build_optimizer", lambda model: None)
+    assert traces_of_a_fit() == 2
+
+
 def test_compile_without_loss_or_metrics_is_told_apart():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     assert not keras_compat.has_compiled_loss_or_metrics(model)

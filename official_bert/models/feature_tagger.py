@@ -10,6 +10,7 @@ sum with learned softmax-normalised weights and a learned scale (ELMo's scalar m
 import keras
 from keras import ops
 
+from official_bert import keras_compat
 from official_bert.labels import IGNORE_LABEL
 from official_bert.layers.dropout import Dropout
 
@@ -86,6 +87,11 @@ class FeatureTagger(keras.Model):
     def default_loss(self):
         """Mean cross-entropy over the real words (labels of padding are `IGNORE_LABEL`)."""
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL)
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # A private hook that Keras' TF trainer calls from fit/evaluate, so it stays a method with Keras' name: Keras'
+        # own build, then the optimizer's variables before the train step's first trace (`keras_compat`).
+        keras_compat.symbolic_build(self, super(), iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
         return {"num_labels": self.num_labels, "num_layers": self.num_layers, "hidden_size": self.hidden_size,

@@ -147,11 +147,9 @@ class BertPretrainer(keras.Model):
         # BertPretrainer is built at construction and its loss and metrics are its own, so unless compile() added
         # metrics or a loss, only the optimizer may still need building (see `keras_compat`).
         if not keras_compat.has_compiled_loss_or_metrics(self):
-            if self.optimizer is not None and not self.optimizer.built:
-                with self.distribute_strategy.scope():
-                    self.optimizer.build(self.trainable_variables)
+            keras_compat.build_optimizer(self)
             return
-        keras_compat.symbolic_build(super(), iterator=iterator, data_batch=data_batch)
+        keras_compat.symbolic_build(self, super(), iterator=iterator, data_batch=data_batch)
 
     def get_config(self):
         return {"encoder": keras.saving.serialize_keras_object(self.encoder), "objective": self.objective,
