@@ -101,12 +101,19 @@ class Charsmap:
     """
 
     def __init__(self, blob):
+        self.blob = bytes(blob)
         if blob:
             (trie_size,) = struct.unpack_from("<I", blob, 0)
             self._units = np.frombuffer(blob[4:4 + trie_size], np.uint32).astype(np.int64)
             self._strings = blob[4 + trie_size:]
         else:
             self._units = np.zeros(0, np.int64)
+
+    def __eq__(self, other):
+        return isinstance(other, Charsmap) and other.blob == self.blob
+
+    def __hash__(self):
+        return hash(self.blob)
 
     def lookup(self, text):
         """The replacement of exactly `text`, or None when it is no key."""
