@@ -5,6 +5,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 
+pytestmark = pytest.mark.slow  # every test reads exports that the module's fixture builds (seconds each)
+
 
 @pytest.fixture(scope="module")
 def models(exports):

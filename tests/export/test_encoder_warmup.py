@@ -15,6 +15,7 @@ from tests.tasks.forked_commands import run_python
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SESSION_LOADER_CHECK = REPO_ROOT.parent / "shared" / "tools" / "session_loader_check.py"
+pytestmark = pytest.mark.slow  # its fixture exports a model (seconds of tracing)
 
 
 @pytest.fixture(scope="module")
