@@ -62,20 +62,18 @@ def test_quantizing_with_the_heap_frozen_gives_keras_int8_layers_and_leaves_gc_a
     import keras
     import numpy as np
 
-    from export.saved_model import _quantize
+    from export.saved_model import _heap_frozen, _quantize
 
     def model():
         keras.utils.set_random_seed(1)
         return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(4)])
 
     plain, frozen = model(), model()
-    gc.freeze()  # Keras' own quantize, its collections over the objects made since only (over a worker's whole heap,
-    try:  # 11 s); freezing changes no value
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
-            plain.quantize("int8")
-    finally:
-        gc.unfreeze()
+    # Keras' own quantize; frozen, its collections scan only the objects made since (over a worker's whole heap, 11 s).
+    # Freezing changes no value.
+    with warnings.catch_warnings(), _heap_frozen():
+        warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
+        plain.quantize("int8")
     assert gc.get_freeze_count() == 0
     _quantize(frozen, "int8", word_table=False)
     assert gc.get_freeze_count() == 0

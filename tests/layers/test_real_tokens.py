@@ -1,7 +1,6 @@
 """The padding-free inference path: `RealTokens` packs and unpacks, and the encoder and classifier run on the real
 tokens only give what the padded model gives at them, for every family and for int8 models."""
 
-import gc
 import keras
 import numpy as np
 import pytest
@@ -75,11 +74,10 @@ def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
 def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     keras.utils.set_random_seed(2)
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_classes=2)
-    gc.freeze()  # Keras collects garbage once per kernel it replaces: over the objects made since only
-    try:
+    from export.saved_model import _heap_frozen
+
+    with _heap_frozen():  # Keras collects garbage once per kernel it replaces: over the objects made since only
         model.quantize("int8")
-    finally:
-        gc.unfreeze()
     inputs = padded_inputs([12, 3, 8], seed=2)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
     got = keras.ops.convert_to_numpy(model(inputs, real_tokens=True))
