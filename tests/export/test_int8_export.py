@@ -57,16 +57,31 @@ def test_quantizing_with_the_heap_frozen_gives_keras_int8_layers_and_leaves_gc_a
     """`_quantize` freezes the heap meanwhile (Keras collects garbage once per deleted kernel): the same int8
     kernels as Keras' own `quantize`, the freeze undone after, and a heap the process froze itself left frozen."""
     import gc
-    import warnings
 
     import keras
-    import numpy as np
-
-    from export.saved_model import _heap_frozen, _quantize
 
     def model():
         keras.utils.set_random_seed(1)
         return keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(4)])
+
+    frozen_by_worker = gc.get_freeze_count() > 0  # tests/conftest.py freezes each worker's heap
+    gc.unfreeze()  # this test needs a process that has not frozen its heap, then one that has
+    try:
+        _check_quantize_freezes_the_heap_meanwhile(model)
+    finally:
+        if frozen_by_worker:
+            gc.collect()
+            gc.freeze()
+
+
+def _check_quantize_freezes_the_heap_meanwhile(model):
+    """The checks of the test above, in a process whose heap is not frozen. `model`: () -> a new small model."""
+    import gc
+    import warnings
+
+    import numpy as np
+
+    from export.saved_model import _heap_frozen, _quantize
 
     plain, frozen = model(), model()
     # Keras' own quantize; frozen, its collections scan only the objects made since (over a worker's whole heap, 11 s).

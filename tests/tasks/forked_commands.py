@@ -53,6 +53,9 @@ _SERVER = """
 import json, os, re, runpy, shutil, signal, sys, time
 # Once, before any fork; no TensorFlow op runs.
 {imports}
+import gc
+gc.collect()
+gc.freeze()  # the imported heap: each child's full garbage collections scan only what the child makes
 
 def latest_checkpoint(model_dir):
     try:
