@@ -14,7 +14,6 @@ complete, so a watching server never loads a half-written one. Signatures: see `
 docs/export.md.
 """
 
-import contextlib
 import errno
 import os
 import secrets
@@ -26,6 +25,7 @@ import tempfile
 from absl import app, flags
 
 from export.ops import serving_save_options
+from export.quantization import quantize
 from official_bert import owned_files
 from official_bert.families import check_sequence_length
 from official_bert.model_dir import read_json
@@ -47,11 +47,11 @@ def _tokenizer_assets(vocab_file, config):
     return {VOCAB_FILES[kind]: vocab_file}
 
 
-def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=None, jit_compile=False,
+def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize_mode=None, jit_compile=False,
                  max_windows=None):
     """The serving module of a model_dir written by the tasks (`official_bert.model_dir`): its kind's
-    `serving_module` (`official_bert.task_kinds`); `quantize`: a `Model.quantize` mode applied to the loaded model
-    (see QUANTIZED_PRECISIONS); `jit_compile`, `max_windows`: see `build_module`."""
+    `serving_module` (`official_bert.task_kinds`); `quantize_mode`: a `Model.quantize` mode applied to the loaded
+    model (see QUANTIZED_PRECISIONS); `jit_compile`, `max_windows`: see `build_module`."""
     from official_bert import model_dir as model_dirs
     from official_bert.task_kinds import resolve, task_kind
 
@@ -66,7 +66,7 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
             raise ValueError(f"--max_windows: SQuAD model_dirs (tasks.run_squad) only; {model_dir} is a {loaded.kind} "
                              "model_dir")
         windows = {"max_windows": max_windows}
-    _quantize(loaded.model, quantize, word_table=module_class.quantizes_word_table)
+    quantize(loaded.model, quantize_mode, word_table=module_class.quantizes_word_table)
     seq_length = max_seq_length or loaded.max_seq_length
     check_sequence_length(seq_length, loaded.config, "max_seq_length", source=model_dir)
     assets = _tokenizer_assets(loaded.vocab_file, loaded.config)
@@ -74,7 +74,7 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize=No
                                        **windows)
 
 
-def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, jit_compile=False):
+def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize_mode=None, jit_compile=False):
     """The module of a Hugging Face / Google encoder checkpoint directory, with its family's tokenizer;
     `jit_compile`: see `build_module`."""
     from export.encoder_module import EncoderModule
@@ -83,7 +83,7 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, 
                                                   write_tokenizer_files)
 
     encoder, config = load_encoder(checkpoint_dir)
-    _quantize(encoder, quantize)
+    quantize(encoder, quantize_mode)
     vocab, lower, source = find_family_vocab(checkpoint_dir, config.model_type, config.vocab_size)
     seq_length = max_seq_length
     sentence_config = os.path.join(checkpoint_dir, "sentence_bert_config.json")
@@ -108,42 +108,6 @@ def _encoder_module(checkpoint_dir, max_seq_length, staging_dir, quantize=None, 
 # attention scores and softmax, GELU, and the outputs between layers.
 SERVING_PRECISIONS = {"float32": "float32", "bfloat16": "bfloat16", "int8": "float32"}
 QUANTIZED_PRECISIONS = {"int8": "int8"}
-
-
-@contextlib.contextmanager
-def _heap_frozen():
-    """Inside the block, a full garbage collection scans only the objects made in it (`gc.freeze`), unless the
-    process froze its heap itself (then nothing changes). Keras' `Layer.__delattr__` runs `gc.collect()` for every
-    variable it deletes, once per Dense kernel that `Model.quantize` replaces, each over the whole heap: the int8
-    export of all-MiniLM-L6-v2 (37 kernels, 460k objects) in a fresh process took 10.8 s of CPU, 5.5-5.8 s frozen.
-    One collection of the whole heap follows the block."""
-    import gc
-
-    if gc.get_freeze_count():
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.collect()
-
-
-def _quantize(model, mode, word_table=True):
-    """`model.quantize(mode)` in place (None: nothing), without Keras' warning for every layer it leaves float;
-    with `word_table`, also the encoder's word-piece table (`BertEmbeddings.quantize_word_table`: Keras quantizes
-    only layers without sublayers)."""
-    if mode is None:
-        return
-    import warnings
-
-    with warnings.catch_warnings(), _heap_frozen():
-        warnings.filterwarnings("ignore", message="Layer .* does not have a `quantize` method implemented")
-        model.quantize(mode)
-    if word_table:
-        encoder = getattr(model, "encoder", model)
-        encoder.embeddings.quantize_word_table()
 
 
 def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precision="float32", jit_compile=False,
@@ -176,10 +140,11 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
     try:
         from official_bert.model_dir import is_model_dir
 
-        quantize = QUANTIZED_PRECISIONS.get(precision)
+        quantize_mode = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
-            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize, jit_compile, max_windows)
-        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize, jit_compile)
+            return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize_mode, jit_compile,
+                                max_windows)
+        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize_mode, jit_compile)
     finally:
         keras.config.set_dtype_policy(previous)
 
