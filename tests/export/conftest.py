@@ -95,19 +95,3 @@ def saved_of(export_of):
     import tensorflow as tf
 
     return functools.cache(lambda kind, precision="float32": tf.saved_model.load(export_of(kind, precision)))
-
-
-@pytest.fixture(scope="session")
-def minilm_export(minilm_dir, tmp_path_factory):
-    """`export.saved_model.export` of the real all-MiniLM-L6-v2 directory, with its defaults: the version directory."""
-    from export.saved_model import export
-
-    return export(str(minilm_dir), str(tmp_path_factory.mktemp("minilm")))
-
-
-@pytest.fixture(scope="session")
-def minilm_saved(minilm_export):
-    """`minilm_export` loaded with `tf.saved_model.load` (tests only call its signatures)."""
-    import tensorflow as tf
-
-    return tf.saved_model.load(minilm_export)

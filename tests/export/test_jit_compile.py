@@ -1,7 +1,7 @@
 """`export.saved_model --jit_compile`: classifier and tagger exports whose requests without padding run as one XLA
 program (their length rounded up to 16 pieces) answer as the plain exports do, TF Serving's session-based loader
 runs them and replays their warm-up requests, which cover every compiled length; other exports refuse the flag.
-(The encoder's `embed`: tests/export/test_encoder_embed.py.)"""
+(The encoder's `embed`: tests/export/test_minilm_export.py.)"""
 
 import os
 
