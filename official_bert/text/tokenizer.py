@@ -34,11 +34,16 @@ def _normalizer_models(lower_case, vocab):
             np.frombuffer(normalizer_model.build_normalizer_model(bounds), np.uint8))
 
 
+# The reference's `max_input_chars_per_word`: a longer word is one [UNK].
+DEFAULT_MAX_CHARS_PER_WORD = 100
+
+
 @functools.lru_cache(maxsize=4)
-def _wordpiece_model(vocab, max_bytes_per_word):
-    """The `FastWordpieceTokenize` model of `vocab` (a tuple of tokens), a uint8 array."""
+def _wordpiece_model(vocab, max_chars_per_word):
+    """The `FastWordpieceTokenize` model of `vocab` (a tuple of tokens), a uint8 array. The kernel's limit is in
+    bytes: up to 4 a character, so that no word within the character limit is cut by the byte limit."""
     return np.frombuffer(pywrap_fast_wordpiece_tokenizer_model_builder.build_fast_wordpiece_model(
-        list(vocab), max_bytes_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
+        list(vocab), 4 * max_chars_per_word, SUFFIX_INDICATOR, "[UNK]", False, False), np.uint8)
 
 
 class BertTokenizer(keras.layers.Layer):
@@ -69,7 +74,8 @@ class BertTokenizer(keras.layers.Layer):
     >>> ids, starts, ends = tokenizer(tf.constant(["Hello world!"]), with_offsets=True)
     """
 
-    def __init__(self, vocab_file=None, vocab=None, lower_case=True, max_chars_per_word=100, **kwargs):
+    def __init__(self, vocab_file=None, vocab=None, lower_case=True, max_chars_per_word=DEFAULT_MAX_CHARS_PER_WORD,
+                 **kwargs):
         super().__init__(**kwargs)
         if (vocab_file is None) == (vocab is None):
             raise ValueError("Give exactly one of vocab_file and vocab.")
@@ -87,8 +93,7 @@ class BertTokenizer(keras.layers.Layer):
         self._unk_id = self._pieces.token_to_id["[UNK]"]
         normalizer, bounds = _normalizer_models(lower_case, self._pieces.tokens)
         self._normalizer_model, self._bounds_model = eager_constant(normalizer), eager_constant(bounds)
-        # Up to 4 bytes per character: no word within the character limit is cut by the byte limit.
-        self._wordpiece_model = eager_constant(_wordpiece_model(self._pieces.tokens, 4 * max_chars_per_word))
+        self._wordpiece_model = eager_constant(_wordpiece_model(self._pieces.tokens, max_chars_per_word))
         is_suffix = is_suffix_piece(tokens)  # (vocab,)
         self._is_suffix = eager_constant(is_suffix)
         self._char_lengths = eager_constant(np.array(  # (vocab,) characters each piece covers in its word

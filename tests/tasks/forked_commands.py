@@ -35,14 +35,14 @@ from tests.conftest import REPO_ROOT, SHARED_DATA
 
 UNCASED_VOCAB = SHARED_DATA / "bert-vocab" / "bert-base-uncased-vocab.txt"
 # The project server also builds the uncased BERT vocab's normalizer tables (0.2 s of pure Python) and its
-# FastWordpiece model (0.07 s; both cached by the tokenizer module, the latter for the default 100 characters a word),
+# FastWordpiece model (0.07 s; both cached by the tokenizer module, the latter at its default word length limit),
 # which most commands' tokenizers would otherwise each build again.
 _WARM_TOKENIZER = f"""
 from official_bert.text import tokenizer, vocab
 if os.path.isfile({str(UNCASED_VOCAB)!r}):
     _tokens = vocab.PieceTable(vocab.load_vocab({str(UNCASED_VOCAB)!r})).tokens
     tokenizer._normalizer_models(True, _tokens)
-    tokenizer._wordpiece_model(_tokens, 4 * 100)
+    tokenizer._wordpiece_model(_tokens, tokenizer.DEFAULT_MAX_CHARS_PER_WORD)
 """
 _IMPORTS = {"project": "import official_bert, official_bert.pipelines, official_bert.runner, official_bert.text\n"
                        "from tests.tf_op_tracebacks import leave_out_op_tracebacks\nleave_out_op_tracebacks()\n"
