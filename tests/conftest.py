@@ -13,10 +13,15 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = pathlib.Path(os.environ.get("OFFICIAL_BERT_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+def _runs_tests(config):
+    """Whether this process runs tests: an xdist worker, or pytest itself without xdist (xdist's controller runs
+    none and does not import TensorFlow)."""
+    return hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no"
+
+
 def pytest_configure(config):
-    """Each process that runs tests (a worker, or pytest itself without xdist) traces without op tracebacks
-    (`tf_op_tracebacks`); xdist's controller runs none and does not import TensorFlow."""
-    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no":
+    """Each process that runs tests traces without op tracebacks (`tf_op_tracebacks`)."""
+    if _runs_tests(config):
         from tf_op_tracebacks import leave_out_op_tracebacks
 
         leave_out_op_tracebacks()
@@ -28,7 +33,7 @@ def pytest_collection_finish(session):
     the thousand, then scan only the objects made since instead of the whole heap each time (`gc.freeze`)."""
     import gc
 
-    if hasattr(session.config, "workerinput") or getattr(session.config.option, "dist", "no") == "no":
+    if _runs_tests(session.config):
         gc.collect()
         gc.freeze()
 

@@ -87,10 +87,10 @@ def test_minilm_export_uses_only_serving_safe_ops(minilm_export):
         assert disallowed_ops(ops) == set(), name
 
 
-def _sst2(shared_data):
-    """The first 8 SST-2 texts of the MiniLM reference and their reference sentence embeddings."""
-    texts = json.loads((shared_data / "reference" / "minilm_reference_inputs.json").read_text())["sst2_texts"][:8]
-    return texts, np.load(shared_data / "reference" / "minilm_reference.npz")["sst2_sentence_embedding"][:8]
+def _sst2(reference):
+    """The first 8 SST-2 texts of the `reference` fixture and their reference sentence embeddings."""
+    texts, outputs = reference
+    return texts[:8], outputs["sst2_sentence_embedding"][:8]
 
 
 @pytest.fixture(scope="module")
@@ -104,28 +104,28 @@ def jit_export(minilm_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def fresh_process(minilm_export, jit_export, shared_data, tmp_path_factory):
+def fresh_process(minilm_export, jit_export, reference, tmp_path_factory):
     """One fresh process (nothing of the project imported): `embed` of the plain export in a session, then
     shared/tools/session_loader_check.py on both exports. Returns (session embeddings, checks)."""
     saved = tmp_path_factory.mktemp("session_embed") / "session.npy"
-    script = SESSION_EMBED.format(export=minilm_export, texts=_sst2(shared_data)[0], saved=str(saved))
+    script = SESSION_EMBED.format(export=minilm_export, texts=_sst2(reference)[0], saved=str(saved))
     checks, _ = tool_checks([minilm_export, jit_export], script)
     return np.load(saved), checks
 
 
 def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, minilm_saved, minilm_dir,
-                                                                fresh_process, shared_data):
+                                                                fresh_process, reference):
     from official_bert.pipelines import Embedder
 
-    texts, reference = _sst2(shared_data)
+    texts, expected = _sst2(reference)
     embed = minilm_saved.signatures["embed"]
     out = {k: v.numpy() for k, v in embed(text=tf.constant(texts)).items()}
     assert set(out) == {"embedding", "truncated"} and not out["truncated"].any()
-    np.testing.assert_allclose(out["embedding"], reference, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(out["embedding"], expected, atol=1e-5, rtol=0)
     np.testing.assert_allclose(out["embedding"], Embedder.from_pretrained(str(minilm_dir))(texts), atol=1e-5, rtol=0)
     for i in (0, 5):  # one text a request: no padding, the plain encoder at the text's length
         single = embed(text=tf.constant(texts[i:i + 1]))["embedding"].numpy()
-        np.testing.assert_allclose(single, reference[i:i + 1], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(single, expected[i:i + 1], atol=1e-5, rtol=0)
 
     # TF Serving's path: variables restored by the saver, the signature run in a session, nothing of ours imported.
     session_embedding, checks = fresh_process
@@ -134,7 +134,7 @@ def test_embed_signature_equals_the_reference_and_the_embedder(minilm_export, mi
     assert code == 0, printed[-3000:]
 
 
-def test_embed_of_the_jit_compile_export_equals_the_reference(jit_export, fresh_process, shared_data):
+def test_embed_of_the_jit_compile_export_equals_the_reference(jit_export, fresh_process, reference):
     """`export.saved_model --jit_compile`: a single text on `embed` runs as one XLA program (the text's length
     rounded up to 16 pieces, cut back before the mean), a batch of unequal lengths on its real tokens; both give
     the reference embeddings."""
@@ -142,12 +142,12 @@ def test_embed_of_the_jit_compile_export_equals_the_reference(jit_export, fresh_
     from export.warmup import WARMUP_FILE, read_warmup_file
 
     version = jit_export
-    texts, reference = _sst2(shared_data)
+    texts, expected = _sst2(reference)
     embed = tf.saved_model.load(version).signatures["embed"]
     for i in (0, 3):
-        np.testing.assert_allclose(embed(text=tf.constant(texts[i:i + 1]))["embedding"].numpy(), reference[i:i + 1],
+        np.testing.assert_allclose(embed(text=tf.constant(texts[i:i + 1]))["embedding"].numpy(), expected[i:i + 1],
                                    atol=1e-5, rtol=0)
-    np.testing.assert_allclose(embed(text=tf.constant(texts))["embedding"].numpy(), reference, atol=1e-5, rtol=0)
+    np.testing.assert_allclose(embed(text=tf.constant(texts))["embedding"].numpy(), expected, atol=1e-5, rtol=0)
     single = [inputs for signature, inputs in read_warmup_file(f"{version}/assets.extra/{WARMUP_FILE}")
               if signature == "embed" and len(inputs["text"]) == 1]  # (besides the batch of sample texts)
     assert len(single) == JIT_SEQ_LENGTH // XLA_SERVING_LENGTH_MULTIPLE

@@ -74,10 +74,7 @@ def test_classifier_on_real_tokens_gives_the_same_logits_in_a_graph(family):
 def test_an_int8_classifier_on_real_tokens_gives_the_int8_models_logits():
     keras.utils.set_random_seed(2)
     model = BertClassifier(BertEncoder(BertConfig.from_dict(FAMILIES["bert"])), num_classes=2)
-    from export.quantization import heap_frozen
-
-    with heap_frozen():  # Keras collects garbage once per kernel it replaces: over the objects made since only
-        model.quantize("int8")
+    model.quantize("int8")  # (Keras collects garbage once per kernel it replaces: tests/conftest.py froze the heap)
     inputs = padded_inputs([12, 3, 8], seed=2)
     expected = keras.ops.convert_to_numpy(model(inputs, training=False))
     got = keras.ops.convert_to_numpy(model(inputs, real_tokens=True))
