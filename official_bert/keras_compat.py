@@ -171,8 +171,9 @@ def has_compiled_loss_or_metrics(model):
 
 # --- Optimizers: the gradient and weight-decay hooks and Adam's slots (optimization.py) ---------------------------
 # Why: BERT's recipe sums the replicas' gradients (densified) before clipping them, and our AdamW updates each
-# variable in one fused kernel. Keras has no public hook for either: its TF optimizer sums gradients in
-# `_all_reduce_sum_gradients`, every backend clips in `_clip_gradients` and decays in `_apply_weight_decay`
+# large variable in one fused kernel and the small ones together. Keras has no public hook for these: its TF
+# optimizer sums gradients in `_all_reduce_sum_gradients` and updates each variable in `_backend_update_step`,
+# every backend clips in `_clip_gradients` and decays in `_apply_weight_decay`
 # (`_use_weight_decay` says which variables), and Adam keeps its moments in `_momentums`/`_velocities`, indexed
 # by `_get_variable_index`. Checked on Keras 3.15.1, TensorFlow 2.21.0. If it breaks: read `apply` in
 # keras/src/optimizers/base_optimizer.py and keras/src/backend/tensorflow/optimizer.py for the new hooks;
@@ -182,6 +183,12 @@ def has_compiled_loss_or_metrics(model):
 def all_reduce_sum_gradients(parent, grads_and_vars):
     """Keras' sum of `(gradient, variable)` pairs across replicas; `parent` is `super()` in the override."""
     return parent._all_reduce_sum_gradients(grads_and_vars)
+
+
+def backend_update_step(parent, grads, trainable_variables, learning_rate):
+    """Keras' update of each of `trainable_variables` (after its weight decay; before its constraints, EMA and the
+    step count); `parent` is `super()` in the override."""
+    parent._backend_update_step(grads, trainable_variables, learning_rate)
 
 
 def clip_gradients(parent, grads):

@@ -1,5 +1,7 @@
 """Optimizers: warmup/decay schedule, weight-decay exclusions, and AdamW steps equal to PyTorch's."""
 
+import dataclasses
+
 import keras
 import numpy as np
 import pytest
@@ -120,6 +122,40 @@ def test_adamw_updates_a_large_variable_in_one_xla_kernel_and_a_distributed_one_
     _, mirrored = _train_embedding_model(tf.distribute.MirroredStrategy(["/cpu:0"]))
     for ours, op_by_op in zip(fused, mirrored):
         np.testing.assert_allclose(ours, op_by_op, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's grouped update")
+def test_small_variables_update_together_to_the_values_of_one_update_each(tiny_config, monkeypatch):
+    """A 1-layer tiny BERT classifier's variables (all below FUSED_UPDATE_MIN_SIZE) take one update per weight decay
+    (two in the step's graph, not one per variable), and two steps end with every weight and moment equal
+    to those of one update each (the update is elementwise: joining the values changes none)."""
+    import tensorflow as tf
+
+    def train(group):
+        monkeypatch.setattr(optimization, "GROUP_SMALL_UPDATES", group)
+        keras.utils.set_random_seed(0)
+        model = BertClassifier(BertEncoder(dataclasses.replace(tiny_config, num_hidden_layers=1)), 2)
+        model.compile(optimizer=create_optimizer(1e-2, 2, 1), jit_compile=False,
+                      loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        rng = np.random.default_rng(1)
+        for _ in range(2):
+            ids = rng.integers(1, tiny_config.vocab_size, (4, 8)).astype("int32")
+            model.train_on_batch({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                  "input_type_ids": np.zeros_like(ids)}, rng.integers(0, 2, 4).astype("int32"))
+        variables = model.trainable_variables
+        apply = tf.function(lambda: model.optimizer.apply([tf.zeros_like(v) for v in variables], variables))
+        graph = apply.get_concrete_function().graph.as_graph_def()
+        square_roots = sum(node.op == "Sqrt" for node in graph.node)
+        return square_roots, len(variables), [v.numpy() for v in model.weights + model.optimizer.variables]
+
+    grouped_roots, count, grouped = train(True)
+    alone_roots, _, alone = train(False)
+    # One square root each update (decayed kernels and tables; biases and LayerNorms), one for the clipping's norm.
+    assert (grouped_roots, alone_roots) == (2 + 1, count + 1)
+    assert len(grouped) == len(alone)
+    for a, b in zip(grouped, alone):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.slow
