@@ -172,8 +172,7 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         """Keras' update of each variable (TensorFlow's hook: see `keras_compat.backend_update_step`); with one
         replica and `GROUP_SMALL_UPDATES`, the small variables' updates wait until the others are made, then
         each dtype and decay of them updates together (`_update_together`)."""
-        groups = "_scalars_of_step" in self.__dict__ and GROUP_SMALL_UPDATES  # set by `apply` for one replica
-        if groups:
+        if "_scalars_of_step" in self.__dict__ and GROUP_SMALL_UPDATES:  # `apply` sets it for one replica
             self.__dict__["_small_updates"] = {}  # plain, untracked: (dtype, decays) -> updates, for this call only
         try:
             keras_compat.backend_update_step(super(), grads, trainable_variables, learning_rate)
@@ -255,13 +254,15 @@ def _update_together(updates, scalars, decays, update):
     def joined(tensors):  # a shape each -> [sum of their sizes]
         return tensors[0] if len(tensors) == 1 else tf.concat([flat(t) for t in tensors], 0)
 
-    inputs = [joined([u[i].value() if i < 3 else u[i] for u in updates]) for i in range(4)]
+    variables, ms, vs, gradients = zip(*updates)
+    inputs = [joined([t.value() for t in targets]) for targets in (variables, ms, vs)] + [joined(gradients)]
     results = update(*inputs, scalars["learning_rate"], scalars["keep_decayed" if decays else "keep"],
                      scalars["m_rate"], scalars["v_rate"], scalars["m_correction"], scalars["v_correction"],
                      scalars["epsilon"])
-    for i, result in enumerate(results):  # the variables', m's, v's next values
-        parts = [result] if len(updates) == 1 else tf.split(result, [math.prod(u[0].shape) for u in updates])
-        for target, part in zip((u[i] for u in updates), parts):
+    sizes = [math.prod(t.shape) for t in variables]
+    for targets, result in zip((variables, ms, vs), results):  # the next values of the variables, m's, v's
+        parts = [result] if len(updates) == 1 else tf.split(result, sizes)
+        for target, part in zip(targets, parts):
             target.assign(part if len(updates) == 1 or len(target.shape) == 1 else tf.reshape(part, target.shape))
 
 
