@@ -251,6 +251,9 @@ def _update_together(updates, scalars, decays, update):
     def flat(tensor):
         return tensor if tensor.shape.rank == 1 else tf.reshape(tensor, [-1])
 
+    def shaped(part, target):  # flat's inverse
+        return part if part.shape.rank == len(target.shape) else tf.reshape(part, target.shape)
+
     def joined(tensors):  # a shape each -> [sum of their sizes]
         return tensors[0] if len(tensors) == 1 else tf.concat([flat(t) for t in tensors], 0)
 
@@ -263,7 +266,7 @@ def _update_together(updates, scalars, decays, update):
     for targets, result in zip((variables, ms, vs), results):  # the next values of the variables, m's, v's
         parts = [result] if len(updates) == 1 else tf.split(result, sizes)
         for target, part in zip(targets, parts):
-            target.assign(part if len(updates) == 1 or len(target.shape) == 1 else tf.reshape(part, target.shape))
+            target.assign(shaped(part, target))
 
 
 @functools.cache
