@@ -44,7 +44,8 @@ class EncoderModule(ServingModule):
             lambda inputs: self._encoder(inputs)["sequence_output"],
             TracedOnce(lambda inputs: self.encoder(inputs, training=False, real_tokens=True)["sequence_output"]),
             jit_compile)
-        self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        self.embed = tf.function(self._embed, input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+                                 autograph=False)
 
     def _embed(self, text):
         """`embed`: the encoder runs at the request's longest text, not at `seq_length` pieces, and for a request

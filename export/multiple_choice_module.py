@@ -77,13 +77,14 @@ class MultipleChoiceModule(ServingModule):
                                        "input_type_ids": input_type_ids})
 
         # The base class's functions of [batch] texts are replaced (they were never traced).
-        self.serving_default = tf.function(serve, input_signature=[
+        self.serving_default = tf.function(serve, autograph=False, input_signature=[
             context_spec, tf.TensorSpec(None, tf.string, name=CHOICES)])  # [batch, n], or [batch]
-        self.tflite_serving_default = tf.function(serve_lite, input_signature=[
+        self.tflite_serving_default = tf.function(serve_lite, autograph=False, input_signature=[
             context_spec, tf.TensorSpec([None, None], tf.string, name=CHOICES)])  # TFLite needs the rank
-        self.serve_examples = tf.function(serve_examples,
+        self.serve_examples = tf.function(serve_examples, autograph=False,
                                           input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
-        self.serve_tokens = tf.function(serve_tokens, input_signature=[token_specs[k] for k in ENCODER_INPUTS])
+        self.serve_tokens = tf.function(serve_tokens, input_signature=[token_specs[k] for k in ENCODER_INPUTS],
+                                        autograph=False)
 
     @classmethod
     def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):

@@ -292,13 +292,15 @@ class TaggerModule(ServingModule):
             word_rows, num_rows, [word_label, word_byte_start, word_byte_end], [-1, -1, -1])
         num_entities, (entity_type, entity_byte_start, entity_byte_end) = _ragged_to_dense(
             entity_rows, num_rows, [entity_type, entity_byte_start, entity_byte_end], [-1, -1, -1])
-        labels = tf.constant(self.label_names + [""])  # index -1 (padding) reads the last entry
-        types = tf.constant(self.type_names + [""])
+
+        def names(table, index):  # index -1 (padding) reads the table's last entry, ""
+            return tf.gather(tf.constant(table + [""]), tf.math.floormod(index, len(table) + 1))
+
         outputs = {
             "logits": logits, "truncated": truncated,
-            "num_words": num_words, "word_labels": tf.gather(labels, tf.math.floormod(word_label, len(labels))),
+            "num_words": num_words, "word_labels": names(self.label_names, word_label),
             "word_byte_start": word_byte_start, "word_byte_end": word_byte_end,
-            "num_entities": num_entities, "entity_type": tf.gather(types, tf.math.floormod(entity_type, len(types))),
+            "num_entities": num_entities, "entity_type": names(self.type_names, entity_type),
             "entity_byte_start": entity_byte_start, "entity_byte_end": entity_byte_end,
         }
         if with_characters:

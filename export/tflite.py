@@ -80,7 +80,7 @@ def _frozen_module(saved_model_dir, signature):
         return tf.nest.pack_sequence_as(structure, tf.nest.flatten(outputs))
 
     module = tf.Module()
-    module.serve = tf.function(serve).get_concrete_function(**specs)
+    module.serve = tf.function(serve, autograph=False).get_concrete_function(**specs)
     return module
 
 

@@ -45,10 +45,10 @@ class TimeSeriesModule(ServingModule):
         self.assets = {name: tf.saved_model.Asset(path) for name, path in assets.items()}
         specs = [tf.TensorSpec([None, None, self.channels], tf.float32, name="features"),
                  tf.TensorSpec([None], tf.int32, name="lengths")]
-        self.serving_default = tf.function(self.answer, input_signature=specs)
+        self.serving_default = tf.function(self.answer, input_signature=specs, autograph=False)
         # TFLite: time fixed at `max_time` (the attention mask's broadcast is a strided slice LiteRT runs only on a
         # known sequence length); a client zero-pads to it.
-        self.tflite_serving_default = tf.function(self.answer, input_signature=[
+        self.tflite_serving_default = tf.function(self.answer, autograph=False, input_signature=[
             tf.TensorSpec([None, self.max_time, self.channels], tf.float32, name="features"), specs[1]])
 
     def signatures(self):
