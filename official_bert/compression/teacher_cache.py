@@ -82,7 +82,8 @@ class TeacherCache:
 
             return {**inputs, TEACHER_LOGITS: keras.tree.map_structure(gather, self._logits)}, labels
 
-        return dataset.map(add_logits, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        return dataset.map(tf.autograph.experimental.do_not_convert(add_logits),  # plain TF: no conversion cost
+                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
 
 def build_teacher_cache(teacher, dataset, num_examples, batch_size, seq_length, per_piece):
@@ -101,7 +102,7 @@ def build_teacher_cache(teacher, dataset, num_examples, batch_size, seq_length, 
         a `TeacherCache` of the epoch's distinct examples (identical examples share one entry).
     """
     num_batches = math.ceil(num_examples / batch_size)
-    predict = tf.function(lambda inputs: teacher(inputs, training=False), reduce_retracing=True)
+    predict = tf.function(lambda inputs: teacher(inputs, training=False), reduce_retracing=True, autograph=False)
     keys, outputs = [], []
     report_every = max(1, num_batches // 10)
     for step, (inputs, _) in enumerate(dataset.take(num_batches)):

@@ -139,6 +139,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         files = files[pipeline::pipelines]
     elif pipelines > 1:
         doc_shards, doc_shard = pipelines, pipeline
+    plain = tf.autograph.experimental.do_not_convert  # every function below is plain TF: no conversion cost
 
     def chunks(epoch):
         order = list(files)
@@ -183,13 +184,13 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         splits.set_shape([None])
         labels.set_shape([None])
         return tf.data.Dataset.from_tensor_slices((splits[:-1], splits[1:], labels)).map(
-            lambda start, end, label: (tokens[start:end], segments[start:end], label))
+            plain(lambda start, end, label: (tokens[start:end], segments[start:end], label)))
 
     def epoch_dataset(epoch):
         signature = (tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.int64), tf.TensorSpec([], tf.int64))
         dataset = tf.data.Dataset.from_generator(chunks, output_signature=signature, args=(epoch,))
-        dataset = dataset.map(tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-        dataset = dataset.flat_map(lambda v, s, d, i: pairs_dataset(v, s, d, i, epoch))
+        dataset = dataset.map(plain(tokenize), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        dataset = dataset.flat_map(plain(lambda v, s, d, i: pairs_dataset(v, s, d, i, epoch)))
         if not is_training:
             return dataset
         # Shuffled within the epoch: a corpus smaller than the buffer fills it with one epoch, not with thousands
@@ -200,7 +201,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         return dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)
 
     if is_training:
-        dataset = tf.data.Dataset.counter().flat_map(epoch_dataset)
+        dataset = tf.data.Dataset.counter().flat_map(plain(epoch_dataset))
     else:
         dataset = epoch_dataset(tf.constant(0, tf.int64))
 
@@ -212,7 +213,7 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         mask = tf.ensure_shape(tf.pad(tf.ones([length], tf.int32), padding), [max_seq_length])
         return tokens, mask, segments, label
 
-    dataset = dataset.map(pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    dataset = dataset.map(plain(pad), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     dataset = dataset.batch(batch_size, drop_remainder=is_training).enumerate()
     base_seed = tf.constant([seed, pipeline], tf.int64)
 
@@ -224,4 +225,4 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
                 "masked_lm_positions": masked["masked_lm_positions"], "masked_lm_ids": masked["masked_lm_ids"],
                 "masked_lm_weights": masked["masked_lm_weights"], "next_sentence_labels": labels}
 
-    return dataset.map(mask, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+    return dataset.map(plain(mask), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)

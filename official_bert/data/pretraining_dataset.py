@@ -69,6 +69,7 @@ def pretraining_dataset(file_patterns, batch_size, max_seq_length, max_predictio
     if is_training:
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=False)  # one endless pass
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    dataset = dataset.map(lambda serialized: parse_batch(serialized, max_seq_length, max_predictions_per_seq),
-                          num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    parse = tf.autograph.experimental.do_not_convert(  # plain TF: no conversion cost at each start
+        lambda serialized: parse_batch(serialized, max_seq_length, max_predictions_per_seq))
+    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -241,6 +241,6 @@ def time_series_dataset(examples: TimeSeriesExamples, labels, batch_size, is_tra
     dataset = repeat_shuffled(columns, seed) if is_training else tf.data.Dataset.from_tensor_slices(columns)
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
     if labels is not None:
-        dataset = dataset.map(lambda batch: ({name: batch[name] for name in ("input_features", "input_mask")},
-                                             batch["label"]))
+        dataset = dataset.map(tf.autograph.experimental.do_not_convert(  # plain TF: no conversion cost
+            lambda batch: ({name: batch[name] for name in ("input_features", "input_mask")}, batch["label"])))
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -297,10 +297,11 @@ class TextInputs:
             return self.preprocessor(list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, tuple)
                                      else [x])
 
+        plain = tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each call
         if isinstance(dataset.element_spec, tuple):
-            dataset = dataset.map(lambda x, *rest: (pack(x), *rest), num_parallel_calls=tf.data.AUTOTUNE)
+            dataset = dataset.map(plain(lambda x, *rest: (pack(x), *rest)), num_parallel_calls=tf.data.AUTOTUNE)
         else:
-            dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+            dataset = dataset.map(plain(pack), num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def _validation_dataset(self, validation_data, batch_size):

@@ -65,7 +65,7 @@ class Embedder:
         self.normalize = bool(normalize)
         self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(),
                                       layout=encoder.config.packing_layout)  # <s> A </s> for RoBERTa
-        self._embed = tf.function(self._embed_tokens, reduce_retracing=True)
+        self._embed = tf.function(self._embed_tokens, reduce_retracing=True, autograph=False)
 
     @classmethod
     def from_pretrained(cls, path, seq_length: Optional[int] = None, batch_size: int = 32, normalize: bool = True,

@@ -153,7 +153,7 @@ class FeatureExtractor:
             outputs = model(inputs, training=False)
             return tf.stack([outputs[p] for p in positions], axis=2)
 
-        self._run = tf.function(run, reduce_retracing=True)
+        self._run = tf.function(run, reduce_retracing=True, autograph=False)
 
     @classmethod
     def from_pretrained(cls, path, lower_case: Optional[bool] = None, **kwargs) -> "FeatureExtractor":

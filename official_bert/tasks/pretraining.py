@@ -45,6 +45,8 @@ def distributed_dataset(strategy, dataset_fn, global_batch_size, skip_batches=0,
         take_batches: at most this many global batches (None: all).
     Returns: a distributed dataset of `(inputs, labels)` (see `BertPretrainer`).
     """
+    import tensorflow as tf
+
     from official_bert.models.pretrainer import split_features
 
     if global_batch_size % strategy.num_replicas_in_sync:
@@ -57,7 +59,7 @@ def distributed_dataset(strategy, dataset_fn, global_batch_size, skip_batches=0,
         dataset = dataset.skip(skip_batches * replicas_per_host)
         if take_batches is not None:
             dataset = dataset.take(take_batches * replicas_per_host)
-        return dataset.map(split_features)
+        return dataset.map(tf.autograph.experimental.do_not_convert(split_features))  # plain TF
 
     return strategy.distribute_datasets_from_function(per_host)
 
