@@ -95,7 +95,7 @@ class ServingModule(tf.Module):
 
         token_specs = token_input_specs(preprocessor.seq_length)
         # Traced as written, without AutoGraph (every export module's functions): no serving code branches or loops
-        # in Python on a tensor, and converting the preprocessing and answer code took a fifth of an export's time.
+        # in Python on a tensor, and converting the preprocessing and answer code took 15% of a tiny export's time.
         self.serving_default = tf.function(serve, input_signature=text_specs, autograph=False)
         self.serve_examples = tf.function(serve_examples, autograph=False,
                                           input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
