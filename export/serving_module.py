@@ -102,8 +102,8 @@ class ServingModule(tf.Module):
         self.serve_tokens = tf.function(serve_tokens, input_signature=[token_specs[k] for k in ENCODER_INPUTS],
                                         autograph=False)
         overridden = type(self).tflite_answer_text is not ServingModule.tflite_answer_text
-        self.tflite_serving_default = self.serving_default if not overridden \
-            else tf.function(serve_lite, input_signature=text_specs, autograph=False)
+        self.tflite_serving_default = tf.function(serve_lite, input_signature=text_specs, autograph=False) \
+            if overridden else self.serving_default
 
     @property
     def seq_length(self):
