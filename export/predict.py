@@ -5,6 +5,7 @@
     python -m export.predict --export_dir=out/export/squad "Who flew?" "Peter Blackburn flew to Brussels."
     python -m export.predict --export_dir=out/export/pretraining "The cat sat on the [MASK]."
     python -m export.predict --export_dir=out/export/swag "A drum line" "passes by." "turns the corner." "sings."
+    python -m export.predict --export_dir=out/export/mrpc --input_file=pairs.tsv   # one JSON line a line
     python -m export.predict --export_dir=out/export/motions --features_file=new_walks.npz
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
@@ -13,6 +14,10 @@ choice: `context`, then every choice, where a question without a context sends t
 holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
 value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
 names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
+`--input_file` answers a file of examples, one a line, in batches of `--batch_size`: a `.jsonl` line is a JSON
+array of the example's texts in that order or an object keyed by the inputs' names (`{"question": ..., "context":
+...}`; multiple choice: `{"context": ..., "choices": [...]}`), any other file's line the texts separated by tabs;
+one JSON line is printed per example, in the file's order, after every line was checked.
 An export of sequences of feature vectors (`tasks.run_time_series_classifier`) takes no text: `--features_file`
 names a `.npz` file in the training format (`features` (N, time, channels), optional `lengths`; labels are
 ignored), and one JSON line is printed per sequence, in the file's order.
@@ -80,42 +85,146 @@ def _jsonable(value):
     return value
 
 
+class TextSignature:
+    """`serving_default` of a text export, fed examples given as their texts in the inputs' order.
+
+    Args:
+        export_dir: a version directory or the base directory.
+    """
+
+    def __init__(self, export_dir):
+        self.export_dir = export_dir
+        model = load(resolve_version_dir(export_dir))
+        self.signature = model.signatures["serving_default"]
+        if "features" in self.signature.structured_input_signature[1]:
+            raise ValueError(f"{export_dir}: serving_default takes feature sequences, not texts; pass "
+                             f"--features_file (predict_features)")
+        # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
+        specs = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]
+        self.order = [spec.name for spec in specs]
+        self.takes_choices = specs[-1].shape.rank == 2  # multiple choice: the context, then [batch, n] choices
+
+    def problem(self, texts):
+        """What is wrong with one example's texts for this signature, or None."""
+        if self.takes_choices:
+            if len(texts) < len(self.order):
+                return (f"the model takes a {self.order[0]} and at least one of its {self.order[-1]}, got "
+                        f"{len(texts)} text(s)")
+        elif len(texts) != len(self.order):
+            return f"the model takes {len(self.order)} text(s) ({', '.join(self.order)}), got {len(texts)}"
+        return None
+
+    def __call__(self, examples, output_names=None):
+        """Answers a batch of examples (multiple choice: each with the same number of choices).
+
+        Args:
+            examples: a list of examples, each the list of its texts (str or UTF-8 bytes) in the inputs' order.
+            output_names: outputs to return; None: those of rank <= 2 (one value per class, word, entity or
+                answer) but SQuAD's per-position `start_logits` / `end_logits`, and the masked LM's `top_k_*`.
+
+        Returns:
+            one dict output name -> JSON-ready value per example, in order.
+        """
+        import tensorflow as tf
+
+        for texts in examples:
+            problem = self.problem(texts)
+            if problem:
+                raise ValueError(problem)
+        if self.takes_choices:
+            feeds = {self.order[0]: tf.constant([texts[0] for texts in examples]),
+                     self.order[-1]: tf.constant([list(texts[1:]) for texts in examples])}  # [batch, n]
+        else:
+            feeds = {name: tf.constant([texts[i] for texts in examples]) for i, name in enumerate(self.order)}
+        outputs = self.signature(**feeds)
+        if output_names is None:
+            output_names = [name for name, value in outputs.items() if _default_output(name, value)]
+        _check_output_names(outputs, output_names)
+        values = {name: outputs[name].numpy() for name in sorted(output_names)}
+        return [{name: _jsonable(value[i]) for name, value in values.items()} for i in range(len(examples))]
+
+
 def predict(export_dir, texts, output_names=None):
     """Runs `serving_default` on one example.
 
     Args:
         export_dir: a version directory or the base directory.
         texts: the example's strings (or UTF-8 bytes), one per text input of the signature, in order.
-        output_names: outputs to return; None: those of rank <= 2 (one value per class, word, entity or
-            answer) but SQuAD's per-position `start_logits` / `end_logits`, and the masked LM's `top_k_*`.
+        output_names: as `TextSignature.__call__`'s.
 
     Returns:
         dict output name -> JSON-ready value for this example.
     """
-    import tensorflow as tf
+    return TextSignature(export_dir)([list(texts)], output_names)[0]
 
-    model = load(resolve_version_dir(export_dir))
-    signature = model.signatures["serving_default"]
-    if "features" in signature.structured_input_signature[1]:
-        raise ValueError(f"{export_dir}: serving_default takes feature sequences, not texts; pass --features_file "
-                         f"(predict_features)")
-    # The module's positional TFLite twin keeps the inputs' order (text, text_b); the signature's dict does not.
-    specs = model.tflite_serving_default.concrete_functions[0].structured_input_signature[0]
-    order = [spec.name for spec in specs]
-    if specs[-1].shape.rank == 2:  # multiple choice: the context, then [1, n] choices
-        if len(texts) < len(order):
-            raise ValueError(f"the model takes a {order[0]} and at least one of its {order[-1]}, got {len(texts)} "
-                             f"text(s)")
-        feeds = {order[0]: tf.constant([texts[0]]), order[-1]: tf.constant([list(texts[1:])])}
-    elif len(texts) != len(order):
-        raise ValueError(f"the model takes {len(order)} text(s) ({', '.join(order)}), got {len(texts)}")
-    else:
-        feeds = {name: tf.constant([text]) for name, text in zip(order, texts)}
-    outputs = signature(**feeds)
-    if output_names is None:
-        output_names = [name for name, value in outputs.items() if _default_output(name, value)]
-    _check_output_names(outputs, output_names)
-    return {name: _jsonable(outputs[name].numpy()[0]) for name in sorted(output_names)}
+
+def read_examples(input_file, order):
+    """The examples of a file, one a line, as lists of texts in the signature's inputs' order.
+
+    A `.jsonl` file's lines are JSON: an array of the example's texts in order, or an object keyed by the inputs'
+    names (multiple choice: the context's name and a list under the choices' name). Any other file's lines are
+    the example's texts separated by tabs. An empty line is an error, as is a line that is not what the model takes.
+
+    Args:
+        input_file: the file's path.
+        order: the signature's input names, in order (`TextSignature.order`).
+
+    Returns:
+        a list of (line number, texts).
+    """
+    examples = []
+    json_lines = input_file.endswith(".jsonl")
+    with open(input_file, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            where = f"{input_file}:{number}"
+            if not line.strip():
+                raise ValueError(f"{where}: empty line; expected one example a line")
+            if not json_lines:
+                examples.append((number, line.split("\t")))
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: not JSON ({e})") from None
+            if isinstance(value, dict):
+                if set(value) != set(order):
+                    raise ValueError(f"{where}: expected the keys {order}, got {sorted(value)}")
+                value = [value[name] for name in order]
+                if isinstance(value[-1], list):  # multiple choice's choices
+                    value = value[:-1] + value[-1]
+            if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
+                raise ValueError(f"{where}: expected an array of strings or an object keyed by {order}")
+            examples.append((number, value))
+    return examples
+
+
+def predict_file(export_dir, input_file, output_names=None, batch_size=32):
+    """Runs `serving_default` on every example of a file (see `read_examples`), batch by batch.
+
+    Args:
+        export_dir: a version directory or the base directory.
+        input_file: one example a line: `.jsonl` (arrays or objects of texts) or tab-separated texts.
+        output_names: as `TextSignature.__call__`'s.
+        batch_size: examples a call (multiple choice: consecutive examples with as many choices).
+
+    Yields:
+        one dict output name -> JSON-ready value per example, in the file's order.
+    """
+    signature = TextSignature(export_dir)
+    examples = read_examples(input_file, signature.order)
+    for number, texts in examples:  # every line checked before the first answer
+        problem = signature.problem(texts)
+        if problem:
+            raise ValueError(f"{input_file}:{number}: {problem}")
+    batch = []
+    for _, texts in examples:
+        if batch and (len(batch) == batch_size or len(texts) != len(batch[0])):
+            yield from signature(batch, output_names)
+            batch = []
+        batch.append(texts)
+    if batch:
+        yield from signature(batch, output_names)
 
 
 def _check_output_names(outputs, output_names):
@@ -166,21 +275,25 @@ def predict_features(export_dir, features_file, output_names=None, batch_size=64
 def main(argv):
     if not flags.FLAGS.export_dir:
         raise app.UsageError("--export_dir is required")
-    if flags.FLAGS.features_file and len(argv) > 1:
-        raise app.UsageError("pass texts or --features_file, not both")
+    given = [name for name, value in [("texts", len(argv) > 1), ("--input_file", flags.FLAGS.input_file),
+                                      ("--features_file", flags.FLAGS.features_file)] if value]
+    if len(given) > 1:
+        raise app.UsageError(f"pass one of texts, --input_file and --features_file, not {' and '.join(given)}")
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
     texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
     names = flags.FLAGS.outputs.split(",") if flags.FLAGS.outputs else None
     try:
         if flags.FLAGS.features_file:
             answers = predict_features(flags.FLAGS.export_dir, flags.FLAGS.features_file, names)
+        elif flags.FLAGS.input_file:
+            answers = predict_file(flags.FLAGS.export_dir, flags.FLAGS.input_file, names, flags.FLAGS.batch_size)
         else:
             answers = [predict(flags.FLAGS.export_dir, texts, names)]
+        for answer in answers:
+            json.dump(answer, sys.stdout, ensure_ascii=False)
+            sys.stdout.write("\n")
     except (ValueError, FileNotFoundError) as e:
         raise app.UsageError(str(e))
-    for answer in answers:
-        json.dump(answer, sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
 
 
 if __name__ == "__main__":
@@ -189,6 +302,10 @@ if __name__ == "__main__":
     flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
     flags.DEFINE_string("features_file", None, "An export of feature sequences: a .npz file of sequences to "
                         "classify (features, optional lengths); one JSON line per sequence.")
+    flags.DEFINE_string("input_file", None, "A text export: a file of examples, one a line (.jsonl: an array of "
+                        "the texts in order or an object keyed by the inputs; else tab-separated texts); one JSON "
+                        "line per example, in the file's order.")
+    flags.DEFINE_integer("batch_size", 32, "With --input_file: examples a call.", lower_bound=1)
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")
     run_main(main)

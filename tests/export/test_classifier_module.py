@@ -139,12 +139,19 @@ def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
     base.mkdir()
     os.symlink(exports["tagger"], base / "2")
     os.symlink(exports["classifier"], base / "10")  # numerically the latest
-    (result,) = run_forked([("export.predict", [f"--export_dir={base}", "The cat sat.", "A cat was sitting."])],
-                           tmp_path)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("The cat sat.\tA cat was sitting.\nIt rained.\tThe sun shone.\nYes.\tNo.\n")
+    result, from_file = run_forked([
+        ("export.predict", [f"--export_dir={base}", "The cat sat.", "A cat was sitting."]),
+        ("export.predict", [f"--export_dir={base}", f"--input_file={pairs}", "--batch_size=2"])], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout)
     assert set(answer) == {"label", "label_id", "logits", "probabilities", "truncated"}
     assert answer["label"] == str(answer["label_id"]) and answer["truncated"] is False
+    assert from_file.returncode == 0, from_file.stderr[-3000:]
+    lines = [json.loads(line) for line in from_file.stdout.splitlines()]  # one a line of the file, in its order
+    assert len(lines) == 3 and lines[0]["label"] == answer["label"]
+    np.testing.assert_allclose(lines[0]["logits"], answer["logits"], atol=1e-5)
 
     # A version directory itself; the CLI's function, in-process (one more forked run would only repeat the above).
     from export.predict import predict
@@ -169,3 +176,29 @@ def test_a_task_outside_glue_is_served_on_its_recorded_text_features(tmp_path, v
     older, _ = _classifier_dir(tmp_path / "older", info, 3, vocab_file, seed=5)  # no text_features recorded
     with pytest.raises(ValueError, match="task.json: field 'text_features' missing .*'REVIEWS' is not a GLUE task"):
         build_module(str(older), str(tmp_path))
+
+
+def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(exports, tmp_path):
+    from export.predict import TextSignature, predict_file
+
+    examples = [["The cat sat.", "A cat was sitting."], ["It rained all day in Paris.", "Paris was dry."],
+                ["Yes.", "No."], ["Caf\u00e9 au lait.", "\u00c9t\u00e9."], ["A", "B"]]
+    one_at_a_time = [TextSignature(exports["classifier"])([texts])[0] for texts in examples]
+    tsv, jsonl = tmp_path / "pairs.tsv", tmp_path / "pairs.jsonl"
+    tsv.write_text("".join("\t".join(texts) + "\n" for texts in examples), encoding="utf-8")
+    objects = [{"text": a, "text_b": b} for a, b in examples]  # objects keyed by the inputs, or arrays in order
+    jsonl.write_text("".join(json.dumps(line) + "\n" for line in objects[:2] + examples[2:]), encoding="utf-8")
+    for path in (tsv, jsonl):
+        answers = list(predict_file(exports["classifier"], str(path), batch_size=2))  # batches of 2, 2 and 1
+        assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time]
+        np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5)
+
+    bad = {"empty.tsv": ("A\tB\n\nC\tD\n", r"empty.tsv:2: empty line"),
+           "short.tsv": ("A\tB\nC\n", r"short.tsv:2: the model takes 2 text\(s\) \(text, text_b\), got 1"),
+           "bad.jsonl": ('["A", "B"]\n{"text": "A"}\n', r"bad.jsonl:2: expected the keys \['text', 'text_b'\]"),
+           "broken.jsonl": ('["A", "B"\n', r"broken.jsonl:1: not JSON"),
+           "numbers.jsonl": ("[1, 2]\n", r"numbers.jsonl:1: expected an array of strings")}
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message):
+            list(predict_file(exports["classifier"], str(tmp_path / name)))

@@ -160,3 +160,20 @@ def test_predict_cli_asks_one_question_with_its_choices(exported, saved, questio
     np.testing.assert_allclose(answer["probabilities"], expected["probabilities"][0].numpy(), atol=1e-6)
     with pytest.raises(ValueError, match="takes a context and at least one of its choices, got 1"):
         predict(str(exported[1]), [contexts[0]])
+
+
+def test_a_file_of_questions_with_different_numbers_of_choices_is_answered_in_order(exported, questions, tmp_path):
+    from export.predict import TextSignature, predict_file
+
+    contexts, choices = questions
+    examples = [[context, *(choice for choice in row if choice)] for context, row in zip(contexts[:6], choices)]
+    assert sorted({len(texts) for texts in examples}) == [2, 3, 5]  # 1, 2 and 4 choices
+    signature = TextSignature(str(exported[1]))
+    one_at_a_time = [signature([texts])[0] for texts in examples]
+    path = tmp_path / "questions.jsonl"  # objects and arrays alike
+    path.write_text("".join(json.dumps({"context": texts[0], "choices": texts[1:]} if i % 2 else texts) + "\n"
+                            for i, texts in enumerate(examples)))
+    answers = list(predict_file(str(exported[1]), str(path), batch_size=4))
+    assert [a["label_id"] for a in answers] == [a["label_id"] for a in one_at_a_time]
+    for answer, expected in zip(answers, one_at_a_time):
+        np.testing.assert_allclose(answer["probabilities"], expected["probabilities"], atol=1e-6)

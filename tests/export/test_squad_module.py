@@ -6,6 +6,7 @@ logits, and `postprocess` over all the windows of each question, with every posi
 """
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -305,3 +306,15 @@ def test_predict_prints_the_answer(squad_cases, outputs):
                            "answer_window"}  # no per-position logits
     assert answer["answer_text"] == outputs["v1"]["serving_default/answer_text"][0].decode()
     assert example.context[answer["answer_start"]:answer["answer_end"]] == answer["answer_text"] != ""
+
+
+def test_a_file_of_questions_is_answered_as_the_signature_answers_them(squad_cases, outputs, tmp_path):
+    from export.predict import predict_file
+
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps({"context": e.context, "question": e.question}) + "\n"
+                            for e in squad_cases["v1"]["examples"]))
+    answers = list(predict_file(squad_cases["v1"]["export"], str(path), batch_size=16))  # 16, 16 and 8 questions
+    assert [a["answer_text"] for a in answers] == [
+        text.decode() for text in outputs["v1"]["serving_default/answer_text"]]
+    assert [a["num_windows"] for a in answers] == list(outputs["v1"]["serving_default/num_windows"])
