@@ -5,7 +5,7 @@
     python -m export.predict --export_dir=out/export/squad "Who flew?" "Peter Blackburn flew to Brussels."
     python -m export.predict --export_dir=out/export/pretraining "The cat sat on the [MASK]."
     python -m export.predict --export_dir=out/export/swag "A drum line" "passes by." "turns the corner." "sings."
-    python -m export.predict --export_dir=out/export/mrpc --input_file=pairs.tsv   # one JSON line a line
+    python -m export.predict --export_dir=out/export/mrpc --input_file=pairs.csv   # a JSON line an example
     python -m export.predict --export_dir=out/export/motions --features_file=new_walks.npz
 
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
@@ -14,10 +14,11 @@ choice: `context`, then every choice, where a question without a context sends t
 holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
 value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
 names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
-`--input_file` answers a file of examples, one a line, in batches of `--batch_size`: a `.jsonl` line is a JSON
-array of the example's texts in that order or an object keyed by the inputs' names (`{"question": ..., "context":
-...}`; multiple choice: `{"context": ..., "choices": [...]}`), any other file's line the texts separated by tabs;
-one JSON line is printed per example, in the file's order, after every line was checked.
+`--input_file` answers a file of examples in batches of `--batch_size`, one JSON line per example in the file's
+order, once every line was checked: `.txt` a text or `text_a ||| text_b` a line; `.csv` / `.tsv` a header row
+naming the inputs' columns (`text`, `text_b`; SQuAD `question`, `context`; `--columns=review` names others), other
+columns ignored; `.jsonl` an object a line keyed by the inputs (multiple choice: `{"context": ..., "choices":
+[...]}`) or an array of the texts in order.
 An export of sequences of feature vectors (`tasks.run_time_series_classifier`) takes no text: `--features_file`
 names a `.npz` file in the training format (`features` (N, time, channels), optional `lengths`; labels are
 ignored), and one JSON line is printed per sequence, in the file's order.
@@ -158,61 +159,91 @@ def predict(export_dir, texts, output_names=None):
     return TextSignature(export_dir)([list(texts)], output_names)[0]
 
 
-def read_examples(input_file, order):
-    """The examples of a file, one a line, as lists of texts in the signature's inputs' order.
+def read_examples(input_file, order, columns=None):
+    """The examples of a file, as (line number, texts in the signature's inputs' order).
 
-    A `.jsonl` file's lines are JSON: an array of the example's texts in order, or an object keyed by the inputs'
-    names (multiple choice: the context's name and a list under the choices' name). Any other file's lines are
-    the example's texts separated by tabs. An empty line is an error, as is a line that is not what the model takes.
+    The formats are those the training and feature commands read, by extension: `.txt` one example a line, `text`
+    or `text_a ||| text_b` (as `tasks.extract_features`); `.csv` / `.tsv` a header row, then one example a row, the
+    columns named as the inputs (`text`, `text_b`; SQuAD `question`, `context`), other columns ignored (as
+    `tasks.run_classifier --train_file`); `.jsonl` / `.json` one JSON object a line with a field per input (other
+    fields ignored; multiple choice: `context` and a list of `choices`), or an array of the texts in order.
 
     Args:
         input_file: the file's path.
         order: the signature's input names, in order (`TextSignature.order`).
+        columns: the columns (JSON fields) that hold the inputs, in that order; None: the inputs' names.
 
     Returns:
-        a list of (line number, texts).
+        a list of (line number, list of texts).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: an unknown extension or a malformed line, naming the file and the line.
     """
+    from official_bert.data.labeled_text_files import FORMATS, Columns, read_labeled_texts
+    from official_bert.data.text_lines import parse_text_line
+    from official_bert.text_files import path_exists, read_lines
+
+    if not path_exists(input_file):
+        raise FileNotFoundError(f"no such input file: {input_file}")
+    names = list(columns or order)
+    if len(names) != len(order):
+        raise ValueError(f"{len(names)} column(s) ({', '.join(names)}) for the model's {len(order)} input(s) "
+                         f"({', '.join(order)})")
+    extension = os.path.splitext(input_file)[1].lower()
+    if extension == ".txt":
+        return [(number, [text for text in parse_text_line(line, f"{input_file}:{number}") if text is not None])
+                for number, line in read_lines(input_file)]
+    if FORMATS.get(extension) in ("csv", "tsv"):
+        if len(order) > 2:
+            raise ValueError(f"{input_file}: a model of {order[0]} and {order[-1]} reads .jsonl examples")
+        table = read_labeled_texts(input_file, Columns(text=names[0], text_pair=names[1] if len(names) == 2 else None),
+                                   labeled=False, pair=len(names) == 2)
+        return [(table.lines[i], [table.text_a[i]] + ([table.text_b[i]] if table.text_b is not None else []))
+                for i in range(len(table))]
+    if FORMATS.get(extension) != "jsonl":
+        raise ValueError(f"{input_file}: unknown format '{extension}'; name the file .txt (a text, or 'text_a ||| "
+                         f"text_b', a line), .csv or .tsv (a header row naming {', '.join(names)}) or .jsonl")
     examples = []
-    json_lines = input_file.endswith(".jsonl")
-    with open(input_file, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            line = line.rstrip("\r\n")
-            where = f"{input_file}:{number}"
-            if not line.strip():
-                raise ValueError(f"{where}: empty line; expected one example a line")
-            if not json_lines:
-                examples.append((number, line.split("\t")))
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not JSON ({e})") from None
-            if isinstance(value, dict):
-                if set(value) != set(order):
-                    raise ValueError(f"{where}: expected the keys {order}, got {sorted(value)}")
-                value = [value[name] for name in order]
-                if isinstance(value[-1], list):  # multiple choice's choices
-                    value = value[:-1] + value[-1]
-            if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
-                raise ValueError(f"{where}: expected an array of strings or an object keyed by {order}")
-            examples.append((number, value))
+    for number, line in read_lines(input_file):
+        where = f"{input_file}:{number}"
+        if not line.strip():
+            continue  # a blank line, as the training files' readers skip it
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
+        if isinstance(value, dict):
+            missing = [name for name in names if name not in value]
+            if missing:
+                raise ValueError(f"{where}: no field {', '.join(missing)} (fields: {', '.join(value)})")
+            value = [value[name] for name in names]
+            if isinstance(value[-1], list):  # multiple choice's choices
+                value = value[:-1] + value[-1]
+        if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
+            raise ValueError(f"{where}: expected an object with the fields {', '.join(names)}, or an array of "
+                             f"strings")
+        examples.append((number, value))
     return examples
 
 
-def predict_file(export_dir, input_file, output_names=None, batch_size=32):
+def predict_file(export_dir, input_file, output_names=None, batch_size=32, columns=None):
     """Runs `serving_default` on every example of a file (see `read_examples`), batch by batch.
 
     Args:
         export_dir: a version directory or the base directory.
-        input_file: one example a line: `.jsonl` (arrays or objects of texts) or tab-separated texts.
+        input_file: a `.txt`, `.csv`, `.tsv` or `.jsonl` file of examples (see `read_examples`).
         output_names: as `TextSignature.__call__`'s.
         batch_size: examples a call (multiple choice: consecutive examples with as many choices).
+        columns: the file's columns (JSON fields) for the inputs, in order; None: named as the inputs.
 
     Yields:
         one dict output name -> JSON-ready value per example, in the file's order.
     """
     signature = TextSignature(export_dir)
-    examples = read_examples(input_file, signature.order)
+    examples = read_examples(input_file, signature.order, columns)
+    if not examples:
+        raise ValueError(f"{input_file}: no examples in the file")
     for number, texts in examples:  # every line checked before the first answer
         problem = signature.problem(texts)
         if problem:
@@ -286,7 +317,8 @@ def main(argv):
         if flags.FLAGS.features_file:
             answers = predict_features(flags.FLAGS.export_dir, flags.FLAGS.features_file, names)
         elif flags.FLAGS.input_file:
-            answers = predict_file(flags.FLAGS.export_dir, flags.FLAGS.input_file, names, flags.FLAGS.batch_size)
+            answers = predict_file(flags.FLAGS.export_dir, flags.FLAGS.input_file, names, flags.FLAGS.batch_size,
+                                   flags.FLAGS.columns.split(",") if flags.FLAGS.columns else None)
         else:
             answers = [predict(flags.FLAGS.export_dir, texts, names)]
         for answer in answers:
@@ -302,9 +334,11 @@ if __name__ == "__main__":
     flags.DEFINE_string("export_dir", None, "A version directory, or the base directory (latest version).")
     flags.DEFINE_string("features_file", None, "An export of feature sequences: a .npz file of sequences to "
                         "classify (features, optional lengths); one JSON line per sequence.")
-    flags.DEFINE_string("input_file", None, "A text export: a file of examples, one a line (.jsonl: an array of "
-                        "the texts in order or an object keyed by the inputs; else tab-separated texts); one JSON "
-                        "line per example, in the file's order.")
+    flags.DEFINE_string("input_file", None, "A text export: a file of examples (.txt: a text or 'text_a ||| "
+                        "text_b' a line; .csv/.tsv: a header naming the inputs, e.g. text,text_b; .jsonl: an object "
+                        "keyed by the inputs); one JSON line per example, in the file's order.")
+    flags.DEFINE_string("columns", None, "With --input_file (.csv, .tsv, .jsonl): the comma-separated columns that "
+                        "hold the inputs, in order (e.g. review); default: the inputs' names.")
     flags.DEFINE_integer("batch_size", 32, "With --input_file: examples a call.", lower_bound=1)
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")

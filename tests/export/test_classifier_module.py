@@ -139,11 +139,13 @@ def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):
     base.mkdir()
     os.symlink(exports["tagger"], base / "2")
     os.symlink(exports["classifier"], base / "10")  # numerically the latest
-    pairs = tmp_path / "pairs.tsv"
-    pairs.write_text("The cat sat.\tA cat was sitting.\nIt rained.\tThe sun shone.\nYes.\tNo.\n")
+    pairs = tmp_path / "pairs.tsv"  # MRPC's columns
+    pairs.write_text("Quality\t#1 String\t#2 String\n1\tThe cat sat.\tA cat was sitting.\n0\tIt rained.\tIt shone.\n"
+                     "0\tYes.\tNo.\n")
     result, from_file = run_forked([
         ("export.predict", [f"--export_dir={base}", "The cat sat.", "A cat was sitting."]),
-        ("export.predict", [f"--export_dir={base}", f"--input_file={pairs}", "--batch_size=2"])], tmp_path)
+        ("export.predict", [f"--export_dir={base}", f"--input_file={pairs}", "--columns=#1 String,#2 String",
+                            "--batch_size=2"])], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     answer = json.loads(result.stdout)
     assert set(answer) == {"label", "label_id", "logits", "probabilities", "truncated"}
@@ -181,24 +183,39 @@ def test_a_task_outside_glue_is_served_on_its_recorded_text_features(tmp_path, v
 def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(exports, tmp_path):
     from export.predict import TextSignature, predict_file
 
-    examples = [["The cat sat.", "A cat was sitting."], ["It rained all day in Paris.", "Paris was dry."],
-                ["Yes.", "No."], ["Caf\u00e9 au lait.", "\u00c9t\u00e9."], ["A", "B"]]
+    examples = [["The cat sat.", "A cat was sitting."], ["It rained all day, in Paris.", "Paris was dry."],
+                ["Yes.", "No."], ["Caf\u00e9 au \"lait\".", "\u00c9t\u00e9."], ["A", "B"]]
     one_at_a_time = [TextSignature(exports["classifier"])([texts])[0] for texts in examples]
-    tsv, jsonl = tmp_path / "pairs.tsv", tmp_path / "pairs.jsonl"
-    tsv.write_text("".join("\t".join(texts) + "\n" for texts in examples), encoding="utf-8")
-    objects = [{"text": a, "text_b": b} for a, b in examples]  # objects keyed by the inputs, or arrays in order
-    jsonl.write_text("".join(json.dumps(line) + "\n" for line in objects[:2] + examples[2:]), encoding="utf-8")
-    for path in (tsv, jsonl):
-        answers = list(predict_file(exports["classifier"], str(path), batch_size=2))  # batches of 2, 2 and 1
-        assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time]
-        np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5)
+    files = {  # the formats the training and feature commands read; extra columns are ignored
+        "pairs.csv": "id,text,text_b\n" + "".join(f'{i},"{a.replace(chr(34), 2 * chr(34))}",{b}\n'
+                                                   for i, (a, b) in enumerate(examples)),
+        "pairs.tsv": "text_b\ttext\n" + "".join(f"{b}\t{a}\n" for a, b in examples),
+        "pairs.txt": "".join(f"{a} ||| {b}\n" for a, b in examples),
+        "pairs.jsonl": "".join(json.dumps({"text": a, "text_b": b}) + "\n" for a, b in examples[:2])
+        + "".join(json.dumps(texts) + "\n" for texts in examples[2:])}  # objects keyed by the inputs, or arrays
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        answers = list(predict_file(exports["classifier"], str(tmp_path / name), batch_size=2))  # 2, 2 and 1
+        assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time], name
+        np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5,
+                                   err_msg=name)
 
-    bad = {"empty.tsv": ("A\tB\n\nC\tD\n", r"empty.tsv:2: empty line"),
-           "short.tsv": ("A\tB\nC\n", r"short.tsv:2: the model takes 2 text\(s\) \(text, text_b\), got 1"),
-           "bad.jsonl": ('["A", "B"]\n{"text": "A"}\n', r"bad.jsonl:2: expected the keys \['text', 'text_b'\]"),
-           "broken.jsonl": ('["A", "B"\n', r"broken.jsonl:1: not JSON"),
-           "numbers.jsonl": ("[1, 2]\n", r"numbers.jsonl:1: expected an array of strings")}
+    bad = {"empty.txt": ("A ||| B\n\nC ||| D\n", r"empty.txt:2: empty line"),
+           "short.txt": ("A ||| B\nC\n", r"short.txt:2: the model takes 2 text\(s\) \(text, text_b\), got 1"),
+           "nothing.txt": ("", r"nothing.txt: no examples"),
+           "columns.csv": ("text,label\nA,1\n", r"columns.csv:1: no column 'text_b' \(columns: text, label\)"),
+           "fields.jsonl": ('["A", "B"]\n{"text": "A", "id": 3}\n', r"fields.jsonl:2: no field text_b \(fields: "
+                                                                       r"text, id\)"),
+           "broken.jsonl": ('["A", "B"\n', r"broken.jsonl:1: not valid JSON"),
+           "numbers.jsonl": ("[1, 2]\n", r"numbers.jsonl:1: expected an object with the fields text, text_b, or an "),
+           "pairs.xlsx": ("", r"pairs.xlsx: unknown format '.xlsx'; name the file .txt")}
     for name, (text, message) in bad.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(ValueError, match=message):
             list(predict_file(exports["classifier"], str(tmp_path / name)))
+    # Columns named otherwise (JSON fields too), given in the inputs' order.
+    (tmp_path / "reviews.jsonl").write_text("".join(json.dumps({"b": b, "a": a, "id": 1}) + "\n" for a, b in examples))
+    answers = list(predict_file(exports["classifier"], str(tmp_path / "reviews.jsonl"), columns=["a", "b"]))
+    assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time]
+    with pytest.raises(ValueError, match=r"1 column\(s\) \(a\) for the model's 2 input\(s\) \(text, text_b\)"):
+        list(predict_file(exports["classifier"], str(tmp_path / "reviews.jsonl"), columns=["a"]))
