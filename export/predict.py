@@ -187,6 +187,7 @@ def read_examples(input_file, order, columns=None):
     if not path_exists(input_file):
         raise FileNotFoundError(f"no such input file: {input_file}")
     names = list(columns or order)
+    hint = "" if columns else f"; name the columns for {', '.join(order)} with --columns"
     if len(names) != len(order):
         raise ValueError(f"{len(names)} column(s) ({', '.join(names)}) for the model's {len(order)} input(s) "
                          f"({', '.join(order)})")
@@ -197,8 +198,11 @@ def read_examples(input_file, order, columns=None):
     if FORMATS.get(extension) in ("csv", "tsv"):
         if len(order) > 2:
             raise ValueError(f"{input_file}: a model of {order[0]} and {order[-1]} reads .jsonl examples")
-        table = read_labeled_texts(input_file, Columns(text=names[0], text_pair=names[1] if len(names) == 2 else None),
-                                   labeled=False, pair=len(names) == 2)
+        try:
+            table = read_labeled_texts(input_file, Columns(names[0], names[1] if len(names) == 2 else None),
+                                       labeled=False, pair=len(names) == 2)
+        except ValueError as e:
+            raise ValueError(f"{e}{hint}" if "no column" in str(e) else str(e)) from None
         return [(table.lines[i], [table.text_a[i]] + ([table.text_b[i]] if table.text_b is not None else []))
                 for i in range(len(table))]
     if FORMATS.get(extension) != "jsonl":
@@ -216,7 +220,7 @@ def read_examples(input_file, order, columns=None):
         if isinstance(value, dict):
             missing = [name for name in names if name not in value]
             if missing:
-                raise ValueError(f"{where}: no field {', '.join(missing)} (fields: {', '.join(value)})")
+                raise ValueError(f"{where}: no field {', '.join(missing)} (fields: {', '.join(value)}){hint}")
             value = [value[name] for name in names]
             if isinstance(value[-1], list):  # multiple choice's choices
                 value = value[:-1] + value[-1]

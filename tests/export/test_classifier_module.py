@@ -203,7 +203,8 @@ def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(expo
     bad = {"empty.txt": ("A ||| B\n\nC ||| D\n", r"empty.txt:2: empty line"),
            "short.txt": ("A ||| B\nC\n", r"short.txt:2: the model takes 2 text\(s\) \(text, text_b\), got 1"),
            "nothing.txt": ("", r"nothing.txt: no examples"),
-           "columns.csv": ("text,label\nA,1\n", r"columns.csv:1: no column 'text_b' \(columns: text, label\)"),
+           "columns.csv": ("text,label\nA,1\n", r"columns.csv:1: no column 'text_b' \(columns: text, label\); "
+                                                  r"name the columns for text, text_b with --columns"),
            "fields.jsonl": ('["A", "B"]\n{"text": "A", "id": 3}\n', r"fields.jsonl:2: no field text_b \(fields: "
                                                                        r"text, id\)"),
            "broken.jsonl": ('["A", "B"\n', r"broken.jsonl:1: not valid JSON"),
