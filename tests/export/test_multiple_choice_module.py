@@ -175,5 +175,5 @@ def test_a_file_of_questions_with_different_numbers_of_choices_is_answered_in_or
                             for i, texts in enumerate(examples)))
     answers = list(predict_file(str(exported[1]), str(path), batch_size=4))
     assert [a["label_id"] for a in answers] == [a["label_id"] for a in one_at_a_time]
-    for answer, expected in zip(answers, one_at_a_time):
-        np.testing.assert_allclose(answer["probabilities"], expected["probabilities"], atol=1e-5)  # batch 1 against batches of 4: other kernels
+    for answer, expected in zip(answers, one_at_a_time):  # batches of 1 and 4: other kernels on some CPUs
+        np.testing.assert_allclose(answer["probabilities"], expected["probabilities"], atol=1e-5)
