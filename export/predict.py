@@ -159,7 +159,7 @@ def predict(export_dir, texts, output_names=None):
     return TextSignature(export_dir)([list(texts)], output_names)[0]
 
 
-def read_examples(input_file, order, columns=None):
+def read_examples(input_file, order, columns=None, choices=False):
     """The examples of a file, as (line number, texts in the signature's inputs' order).
 
     The formats are those the training and feature commands read, by extension: `.txt` one example a line, `text`
@@ -172,6 +172,7 @@ def read_examples(input_file, order, columns=None):
         input_file: the file's path.
         order: the signature's input names, in order (`TextSignature.order`).
         columns: the columns (JSON fields) that hold the inputs, in that order; None: the inputs' names.
+        choices: the last input is a list of choices (multiple choice): only `.jsonl` files hold such examples.
 
     Returns:
         a list of (line number, list of texts).
@@ -192,12 +193,12 @@ def read_examples(input_file, order, columns=None):
         raise ValueError(f"{len(names)} column(s) ({', '.join(names)}) for the model's {len(order)} input(s) "
                          f"({', '.join(order)})")
     extension = os.path.splitext(input_file)[1].lower()
+    if choices and FORMATS.get(extension) != "jsonl":
+        raise ValueError(f"{input_file}: a model of a {order[0]} and its {order[-1]} reads .jsonl examples")
     if extension == ".txt":
         return [(number, [text for text in parse_text_line(line, f"{input_file}:{number}") if text is not None])
                 for number, line in read_lines(input_file)]
     if FORMATS.get(extension) in ("csv", "tsv"):
-        if len(order) > 2:
-            raise ValueError(f"{input_file}: a model of {order[0]} and {order[-1]} reads .jsonl examples")
         try:
             table = read_labeled_texts(input_file, Columns(names[0], names[1] if len(names) == 2 else None),
                                        labeled=False, pair=len(names) == 2)
@@ -245,7 +246,7 @@ def predict_file(export_dir, input_file, output_names=None, batch_size=32, colum
         one dict output name -> JSON-ready value per example, in the file's order.
     """
     signature = TextSignature(export_dir)
-    examples = read_examples(input_file, signature.order, columns)
+    examples = read_examples(input_file, signature.order, columns, signature.takes_choices)
     if not examples:
         raise ValueError(f"{input_file}: no examples in the file")
     for number, texts in examples:  # every line checked before the first answer

@@ -184,39 +184,17 @@ def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(expo
     from export.predict import TextSignature, predict_file
 
     examples = [["The cat sat.", "A cat was sitting."], ["It rained all day, in Paris.", "Paris was dry."],
-                ["Yes.", "No."], ["Caf\u00e9 au \"lait\".", "\u00c9t\u00e9."], ["A", "B"]]
+                ["Yes.", "No."], ["Caf\u00e9 au lait.", "\u00c9t\u00e9."], ["A", "B"]]
     one_at_a_time = [TextSignature(exports["classifier"])([texts])[0] for texts in examples]
-    files = {  # the formats the training and feature commands read; extra columns are ignored
-        "pairs.csv": "id,text,text_b\n" + "".join(f'{i},"{a.replace(chr(34), 2 * chr(34))}",{b}\n'
-                                                   for i, (a, b) in enumerate(examples)),
-        "pairs.tsv": "text_b\ttext\n" + "".join(f"{b}\t{a}\n" for a, b in examples),
-        "pairs.txt": "".join(f"{a} ||| {b}\n" for a, b in examples),
-        "pairs.jsonl": "".join(json.dumps({"text": a, "text_b": b}) + "\n" for a, b in examples[:2])
-        + "".join(json.dumps(texts) + "\n" for texts in examples[2:])}  # objects keyed by the inputs, or arrays
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, encoding="utf-8")
-        answers = list(predict_file(exports["classifier"], str(tmp_path / name), batch_size=2))  # 2, 2 and 1
-        assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time], name
-        np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5,
-                                   err_msg=name)
-
-    bad = {"empty.txt": ("A ||| B\n\nC ||| D\n", r"empty.txt:2: empty line"),
-           "short.txt": ("A ||| B\nC\n", r"short.txt:2: the model takes 2 text\(s\) \(text, text_b\), got 1"),
-           "nothing.txt": ("", r"nothing.txt: no examples"),
-           "columns.csv": ("text,label\nA,1\n", r"columns.csv:1: no column 'text_b' \(columns: text, label\); "
-                                                  r"name the columns for text, text_b with --columns"),
-           "fields.jsonl": ('["A", "B"]\n{"text": "A", "id": 3}\n', r"fields.jsonl:2: no field text_b \(fields: "
-                                                                       r"text, id\)"),
-           "broken.jsonl": ('["A", "B"\n', r"broken.jsonl:1: not valid JSON"),
-           "numbers.jsonl": ("[1, 2]\n", r"numbers.jsonl:1: expected an object with the fields text, text_b, or an "),
-           "pairs.xlsx": ("", r"pairs.xlsx: unknown format '.xlsx'; name the file .txt")}
-    for name, (text, message) in bad.items():
-        (tmp_path / name).write_text(text)
-        with pytest.raises(ValueError, match=message):
-            list(predict_file(exports["classifier"], str(tmp_path / name)))
-    # Columns named otherwise (JSON fields too), given in the inputs' order.
-    (tmp_path / "reviews.jsonl").write_text("".join(json.dumps({"b": b, "a": a, "id": 1}) + "\n" for a, b in examples))
-    answers = list(predict_file(exports["classifier"], str(tmp_path / "reviews.jsonl"), columns=["a", "b"]))
+    path = tmp_path / "pairs.jsonl"  # (the formats are read as tests/export/test_predict.py checks)
+    path.write_text("".join(json.dumps(texts) + "\n" for texts in examples), encoding="utf-8")
+    answers = list(predict_file(exports["classifier"], str(path), batch_size=2))  # batches of 2, 2 and 1
     assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time]
-    with pytest.raises(ValueError, match=r"1 column\(s\) \(a\) for the model's 2 input\(s\) \(text, text_b\)"):
-        list(predict_file(exports["classifier"], str(tmp_path / "reviews.jsonl"), columns=["a"]))
+    np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5)
+
+    (tmp_path / "short.txt").write_text("A ||| B\nC\n")  # every line is checked before the first batch
+    with pytest.raises(ValueError, match=r"short.txt:2: the model takes 2 text\(s\) \(text, text_b\), got 1"):
+        list(predict_file(exports["classifier"], str(tmp_path / "short.txt")))
+    (tmp_path / "nothing.txt").write_text("")
+    with pytest.raises(ValueError, match=r"nothing.txt: no examples"):
+        list(predict_file(exports["classifier"], str(tmp_path / "nothing.txt")))

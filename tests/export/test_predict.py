@@ -1,0 +1,75 @@
+"""`export.predict`'s reading of an `--input_file` (the answers are checked with each kind's export: the
+classifier, multiple-choice and SQuAD module tests)."""
+
+import json
+
+import pytest
+
+from export.predict import read_examples
+
+PAIR = ["text", "text_b"]
+EXAMPLES = [["The cat sat.", "A cat was sitting."], ["It rained all day, in Paris.", "Paris was dry."],
+            ["Caf\u00e9 au \"lait\".", "\u00c9t\u00e9."]]
+
+
+def _read(tmp_path, name, text, order=PAIR, columns=None):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return read_examples(str(tmp_path / name), order, columns)
+
+
+def _quoted(text):
+    return '"' + text.replace('"', '""') + '"'
+
+
+@pytest.mark.parametrize("name, text", [
+    ("pairs.csv", "id,text,text_b\n" + "".join(f"{i},{_quoted(a)},{b}\n" for i, (a, b) in enumerate(EXAMPLES))),
+    ("pairs.tsv", "text_b\ttext\n" + "".join(f"{b}\t{a}\n" for a, b in EXAMPLES)),
+    ("pairs.txt", "".join(f"{a} ||| {b}\n" for a, b in EXAMPLES)),
+    ("pairs.jsonl", json.dumps({"id": 1, "text_b": EXAMPLES[0][1], "text": EXAMPLES[0][0]}) + "\n\n"
+     + "".join(json.dumps(texts) + "\n" for texts in EXAMPLES[1:]))])
+def test_each_format_gives_the_texts_in_the_inputs_order_with_their_lines(tmp_path, name, text):
+    """The formats the training and feature commands read; other columns and fields are ignored."""
+    examples = _read(tmp_path, name, text)
+    assert [texts for _, texts in examples] == EXAMPLES
+    assert [line for line, _ in examples] == ([2, 3, 4] if name.endswith("sv") else
+                                              [1, 3, 4] if name.endswith("jsonl") else [1, 2, 3])
+
+
+def test_columns_name_the_inputs_in_order(tmp_path):
+    mrpc = "Quality\t#1 String\t#2 String\n" + "".join(f"1\t{a}\t{b}\n" for a, b in EXAMPLES)  # MRPC's columns
+    assert [t for _, t in _read(tmp_path, "dev.tsv", mrpc, columns=["#1 String", "#2 String"])] == EXAMPLES
+    fields = "".join(json.dumps({"b": b, "a": a}) + "\n" for a, b in EXAMPLES)
+    assert [t for _, t in _read(tmp_path, "pairs.jsonl", fields, columns=["a", "b"])] == EXAMPLES
+    with pytest.raises(ValueError, match=r"1 column\(s\) \(a\) for the model's 2 input\(s\) \(text, text_b\)"):
+        _read(tmp_path, "pairs.jsonl", fields, columns=["a"])
+
+
+def test_multiple_choice_objects_hold_a_list_of_choices(tmp_path):
+    text = (json.dumps({"context": "A drum line", "choices": ["passes by.", "sings."]}) + "\n"
+            + json.dumps(["A man", "sits.", "runs.", "flies."]) + "\n")
+    (tmp_path / "swag.jsonl").write_text(text)
+    assert [t for _, t in read_examples(str(tmp_path / "swag.jsonl"), ["context", "choices"], choices=True)] == [
+        ["A drum line", "passes by.", "sings."], ["A man", "sits.", "runs.", "flies."]]
+    (tmp_path / "swag.csv").write_text("context,choices\nA,B\n")
+    with pytest.raises(ValueError, match=r"swag.csv: a model of a context and its choices reads .jsonl examples"):
+        read_examples(str(tmp_path / "swag.csv"), ["context", "choices"], choices=True)
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("empty.txt", "A ||| B\n\nC ||| D\n", r"empty.txt:2: empty line"),
+    ("columns.csv", "text,label\nA,1\n",
+     r"columns.csv:1: no column 'text_b' \(columns: text, label\); name the columns for text, text_b with --columns"),
+    ("fields.jsonl", '["A", "B"]\n{"text": "A", "id": 3}\n',
+     r"fields.jsonl:2: no field text_b \(fields: text, id\); name the columns for text, text_b with --columns"),
+    ("broken.jsonl", '["A", "B"\n', r"broken.jsonl:1: not valid JSON"),
+    ("numbers.jsonl", "[1, 2]\n", r"numbers.jsonl:1: expected an object with the fields text, text_b, or an array"),
+    ("fields.csv", "text,text_b\nA,B,C\n", r"fields.csv:2: 3 fields, but the header has 2"),
+    ("pairs.xlsx", "", r"pairs.xlsx: unknown format '.xlsx'; name the file .txt")])
+def test_a_malformed_file_is_an_error_that_names_its_line(tmp_path, name, text, message):
+    with pytest.raises(ValueError, match=message):
+        _read(tmp_path, name, text)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such input file: .*nowhere.csv"):
+        read_examples(str(tmp_path / "nowhere.csv"), PAIR)
