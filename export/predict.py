@@ -1,4 +1,4 @@
-"""Asks an exported SavedModel one question, the way a client would, and prints the answer as JSON.
+"""Asks an exported SavedModel, the way a client would, one example or a file of them, and prints the answers as JSON.
 
     python -m export.predict --export_dir=out/export/sst2 "a charming and often affecting journey"
     python -m export.predict --export_dir=out/export/mrpc/1 "The cat sat." "A cat was sitting."
