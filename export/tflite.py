@@ -248,7 +248,7 @@ def main(argv):
     examples = None
     if flags.FLAGS.representative_file:
         examples = read_representative_file(flags.FLAGS.representative_file)
-    prepare_output_file("output", flags.FLAGS.output)  # before the conversion, which takes minutes
+    prepare_output_file("output", flags.FLAGS.output, flags.FLAGS.overwrite)  # before the conversion (minutes)
     model = convert(flags.FLAGS.saved_model_dir, flags.FLAGS.signature, flags.FLAGS.quantize, examples)
     with writing("output", flags.FLAGS.output), open(flags.FLAGS.output, "wb") as f:
         f.write(model)
@@ -260,7 +260,8 @@ if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
     flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model.")
-    flags.DEFINE_string("output", None, "The .tflite file to write.")
+    flags.DEFINE_string("output", None, "The .tflite file to write; an existing file only with --overwrite.")
+    flags.DEFINE_boolean("overwrite", False, "Replace an existing --output file.")
     flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization (full_int8: activations too, "
                       "calibrated on --representative_file).")
     flags.DEFINE_string("representative_file", None, "full_int8: a UTF-8 file of the task's texts, one example per "

@@ -4,6 +4,7 @@ names the flag, what is in the way and why, never a traceback:
     --output_file=/proc/version cannot be written: Input/output error
     --output_file=out/notes.txt/features.jsonl cannot be written: out/notes.txt is a file, not a folder
 
+An existing file is never written over unless the command is given `--overwrite`, and an input never.
 `prepare_output_file` runs before the work (a conversion or an extraction that takes minutes), `writing` around the
 writes themselves (a file system that accepts the file but not its bytes). Local paths only; a path with a scheme
 (`gs://...`) is left to the writer. No TensorFlow here.
@@ -73,19 +74,27 @@ def writing(flag, path):
         raise cannot_write(flag, path, error) from None
 
 
-def prepare_output_file(flag, path):
-    """Makes the folder of `path` and checks that the file can be created there (an existing file is kept as it
-    is; a new one is created and removed), before any work is done.
+def prepare_output_file(flag, path, overwrite=False, inputs=()):
+    """Makes the folder of `path` and checks that the file may and can be written there, before any work is done:
+    an existing file is refused unless `overwrite` (nothing of the user's is written over unasked), an input file
+    always; a new file is created and removed to see that it can be.
 
     Args:
         flag: the flag's name, without dashes ("output_file").
         path: its value, a local path (a `gs://` path is left to the writer).
+        overwrite: whether an existing file at `path` may be replaced (the command's `--overwrite`).
+        inputs: (flag name, path) of the command's input files, which the output may never be.
 
     Raises:
-        ValueError: `--flag=path cannot be written: <why>`.
+        ValueError: `--flag=path cannot be written: <why>`, or names the file in the way.
     """
     if is_remote(path):
         return
+    for input_flag, input_path in inputs:
+        if os.path.exists(path) and os.path.exists(input_path) and os.path.samefile(path, input_path):
+            raise ValueError(f"--{flag}={path} is the input file (--{input_flag}); name another file")
+    if os.path.isfile(path) and not overwrite:
+        raise ValueError(f"--{flag}={path} already exists; name a new file, or pass --overwrite to replace it")
     with writing(flag, path):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         if os.path.exists(path):

@@ -63,8 +63,8 @@ def main(argv):
     check_recipe(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob)
     inputs = expand_file_patterns(FLAGS.input_file)
     outputs = output_paths(FLAGS.output_file, FLAGS.num_output_shards)
-    for path in outputs:
-        prepare_output_file("output_file", path)
+    for path in outputs:  # (an existing shard: the writer refuses it, FileExistsError)
+        prepare_output_file("output_file", path, overwrite=True, inputs=[("input_file", name) for name in inputs])
     logging.info("Reading %d input file(s): %s%s", len(inputs), ", ".join(inputs[:5]),
                  " ..." if len(inputs) > 5 else "")
     config = PretrainingDataConfig(

@@ -6,10 +6,11 @@
 
 Input: one example per line, `text` or `text_a ||| text_b`, read lazily a batch at a time (memory does not grow
 with the input; progress is logged); a bad line (not UTF-8, an empty text) stops the run without leaving a partial
-output. Layers: 0 = embeddings, 1..L = the blocks; -1 = last block ... -(L+1) = embeddings (Google's negative
-numbering). Output by the file's extension:
+output, and an existing output file is refused unless --overwrite (the input file always). Layers: 0 =
+embeddings, 1..L = the blocks; -1 = last block ... -(L+1) = embeddings (Google's negative numbering). Output by the
+file's extension:
 
-- `.jsonl` / `.json` / other: Google's `extract_features.py` format, one JSON object per line:
+- `.jsonl` / `.json`: Google's `extract_features.py` format, one JSON object per line:
   `{"linex_index": i, "features": [{"token": piece, "layers": [{"index": -1, "values": [...]}, ...]}, ...]}`
   (values rounded to 6 decimals, as Google's). With --pooling=cls|mean the one feature's token is `[CLS]` /
   `[MEAN]`; with --combine the one layer's `index` is the list of indices and it carries `"combine"`.
@@ -29,7 +30,9 @@ from absl import flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "UTF-8 text, one example per line: text, or 'text_a ||| text_b'.")
-flags.DEFINE_string("output_file", None, "Where the features go: .npz (binary) or JSON lines (any other name).")
+flags.DEFINE_string("output_file", None, "Where the features go: .npz (binary) or .jsonl (JSON lines, Google's); an "
+                    "existing file only with --overwrite.")
+flags.DEFINE_boolean("overwrite", False, "Replace an existing --output_file (never the input file).")
 flags.DEFINE_string("init_checkpoint", None, "Hugging Face or Google BERT directory, or a model_dir of ours.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indices: 0 = embeddings, 1..L = blocks, "
                     "-1 = last block, -(L+1) = embeddings.")
@@ -106,6 +109,21 @@ class NpzWriter:
         self.zip.close()
 
 
+def output_writer(path):
+    """The writer class of an output file, by its extension: `NpzWriter` (.npz) or `JsonLinesWriter` (.jsonl, .json).
+
+    Raises:
+        ValueError: another extension, naming the flag.
+    """
+    extension = os.path.splitext(path)[1].lower()
+    if extension == ".npz":
+        return NpzWriter
+    if extension in (".jsonl", ".json"):
+        return JsonLinesWriter
+    raise ValueError(f"--output_file={path}: unknown format '{extension}'; name the file .npz (arrays) or .jsonl "
+                     f"(JSON lines, as Google's extract_features.py)")
+
+
 def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.data.text_lines import read_text_lines
@@ -118,7 +136,8 @@ def main(argv):
     layers = parse_layers(FLAGS.layers)
     examples = read_text_lines(FLAGS.input_file)
     first = next(examples, None)  # bad or empty input fails before the model loads or the output is opened
-    prepare_output_file("output_file", FLAGS.output_file)  # and an output that cannot be written
+    prepare_output_file("output_file", FLAGS.output_file, FLAGS.overwrite, inputs=[("input_file", FLAGS.input_file)])
+    writer_class = output_writer(FLAGS.output_file)
     encoder, tokenizer = load_encoder_and_tokenizer(FLAGS.init_checkpoint, FLAGS.do_lower_case)
     try:
         resolve_layers(layers, encoder.config.num_hidden_layers)
@@ -133,7 +152,6 @@ def main(argv):
             yield first
         yield from examples
 
-    writer_class = NpzWriter if FLAGS.output_file.endswith(".npz") else JsonLinesWriter
     with writing("output_file", FLAGS.output_file):
         writer = writer_class(FLAGS.output_file, layers, FLAGS.pooling, FLAGS.combine)
     truncated = []

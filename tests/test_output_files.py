@@ -1,5 +1,6 @@
 """Output files named by a flag: the folder made, a file that cannot be written one line naming the flag and why
-(a file in the way of its folder, a folder in its place, /proc), and an existing file left as it was."""
+(a file in the way of its folder, a folder in its place, /proc), an existing file refused unless overwritten, an
+input file always."""
 
 import os
 
@@ -18,11 +19,26 @@ def test_the_folder_is_made_and_no_file_is_left(tmp_path):
     assert path.parent.is_dir() and not path.exists()
 
 
-def test_an_existing_file_is_kept_as_it_was(tmp_path):
+def test_an_existing_file_is_refused_unless_overwrite_and_kept_as_it_was(tmp_path):
     path = tmp_path / "features.jsonl"
     path.write_text("earlier\n")
-    prepare_output_file("output_file", str(path))
+    with pytest.raises(ValueError) as error:
+        prepare_output_file("output_file", str(path))
+    assert str(error.value) == (f"--output_file={path} already exists; name a new file, or pass --overwrite to "
+                                f"replace it")
+    prepare_output_file("output_file", str(path), overwrite=True)
     assert path.read_text() == "earlier\n"
+
+
+def test_an_input_file_is_refused_even_with_overwrite(tmp_path):
+    path = tmp_path / "input.txt"
+    path.write_text("my text\n")
+    os.symlink(path, tmp_path / "link.txt")
+    for output in (path, tmp_path / "link.txt"):  # the same file under another name too
+        with pytest.raises(ValueError, match=f"--output_file={output} is the input file \\(--input_file\\); name "
+                                             f"another file"):
+            prepare_output_file("output_file", str(output), overwrite=True, inputs=[("input_file", str(path))])
+    assert path.read_text() == "my text\n"
 
 
 @pytest.mark.parametrize("target", ["notes.txt/features.jsonl", "notes.txt/sub/features.jsonl"])
@@ -49,7 +65,7 @@ def test_a_folder_in_the_files_place_is_named(tmp_path):
 ])
 def test_a_path_under_proc_is_one_line(path, why):
     with pytest.raises(ValueError) as error:
-        prepare_output_file("output_file", path)
+        prepare_output_file("output_file", path, overwrite=True)
     assert str(error.value).startswith(_message("output_file", path, why or ""))
     assert "\n" not in str(error.value)
 

@@ -23,6 +23,8 @@ BAD_COMMAND_LINES = {
              "directory (the folder /proc takes no new files)"),
     "file": (["--output={tmp}/notes.txt/model.tflite"],
              "--output={tmp}/notes.txt/model.tflite cannot be written: {tmp}/notes.txt is a file, not a folder"),
+    "exists": (["--output={tmp}/notes.txt"], "--output={tmp}/notes.txt already exists; name a new file, or pass "
+               "--overwrite to replace it"),
     "utf8": (["--output={tmp}/model.tflite", "--quantize=full_int8", "--representative_file={tmp}/texts.txt"],
              "{tmp}/texts.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
 }
@@ -166,10 +168,10 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
 
 @pytest.mark.parametrize("name", [
     pytest.param("proc", marks=pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")),
-    "file", "utf8"])
-def test_a_representative_file_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(cli_runs, name):
+    "file", "exists", "utf8"])
+def test_a_bad_representative_file_or_an_output_that_cannot_or_may_not_be_written_is_one_line(cli_runs, name):
     result, tmp_path = cli_runs[name]
     message = BAD_COMMAND_LINES[name][1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == "error: " + message.format(tmp=tmp_path)
-    assert not (tmp_path / "model.tflite").exists()
+    assert not (tmp_path / "model.tflite").exists() and (tmp_path / "notes.txt").read_text() == "mine\n"

@@ -30,6 +30,10 @@ _UNREADABLE = [
     (b"fine\ncaf\xe9 au lait\n", "out.jsonl",
      "{tmp}/input.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
     pytest.param(b"fine\n", "/proc/version", "--output_file=/proc/version cannot be written: ", marks=_PROC),
+    (b"fine\n", "new.csv", "--output_file={tmp}/new.csv: unknown format '.csv'; name the file .npz"),
+    (b"fine\n", "notes.jsonl", "--output_file={tmp}/notes.jsonl already exists; name a new file, or pass "
+                                "--overwrite to replace it"),
+    (b"fine\n", "input.jsonl", "--output_file={tmp}/input.jsonl is the input file (--input_file); name another file"),
     (b"fine\n", "notes.txt/out.jsonl",
      "--output_file={tmp}/notes.txt/out.jsonl cannot be written: {tmp}/notes.txt is a file, not a folder"),
 ]
@@ -63,8 +67,12 @@ def runs(minilm_dir, tiny_checkpoint, tmp_path_factory):
         if output.startswith("/proc") and not os.path.isfile(output):
             continue
         add(f"unreadable{index}", content, f"--output_file={{tmp}}/{output}" if not output.startswith("/") else
-            f"--output_file={output}", f"--init_checkpoint={tiny_checkpoint}", "--layers=-1", "--max_seq_length=32")
-        (directories[f"unreadable{index}"] / "notes.txt").write_text("mine\n")
+            f"--output_file={output}", f"--init_checkpoint={tiny_checkpoint}", "--layers=-1", "--max_seq_length=32",
+            *(["--overwrite"] if output.startswith(("/proc", "input")) else []))  # (an input even with it)
+        for name in ("notes.txt", "notes.jsonl"):
+            (directories[f"unreadable{index}"] / name).write_text("mine\n")
+        if output == "input.jsonl":  # the input under another name
+            os.symlink(directories[f"unreadable{index}"] / "input.txt", directories[f"unreadable{index}"] / output)
     roberta = roberta_directory(root / "roberta", 514)  # 514 positions, pad id 1 (as roberta-base)
     for seq_length in (512, 513, 514):
         add(f"roberta{seq_length}", "abc def\n", "--output_file={tmp}/out.jsonl", f"--init_checkpoint={roberta}",
@@ -191,13 +199,14 @@ def test_bad_input_is_one_clear_line(runs, index):
 
 @pytest.mark.parametrize("index", [pytest.param(i, marks=getattr(case, "marks", ()))
                                    for i, case in enumerate(_UNREADABLE)])
-def test_input_that_is_not_utf8_or_an_output_that_cannot_be_written_is_one_line(runs, index):
+def test_input_that_is_not_utf8_or_an_output_that_cannot_or_may_not_be_written_is_one_line(runs, index):
     case = _UNREADABLE[index]
-    message = (case.values if hasattr(case, "values") else case)[2]
+    content, _, message = case.values if hasattr(case, "values") else case
     result, tmp_path = runs[f"unreadable{index}"]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1].startswith("error: " + message.format(tmp=tmp_path))
     assert (tmp_path / "notes.txt").read_text() == "mine\n" and not (tmp_path / "out.jsonl").exists()
+    assert (tmp_path / "notes.jsonl").read_text() == "mine\n" and (tmp_path / "input.txt").read_bytes() == content
 
 
 def test_a_roberta_checkpoint_takes_its_positions_less_the_skipped_ones(runs):
