@@ -76,6 +76,19 @@ def _default_output(name, value):
     return value.shape.rank <= 2 or name.startswith("top_k_")
 
 
+# A tagger's per-word and per-entity outputs [batch, most in the batch] and the output that counts each row's own.
+_COUNTED = {"word_": "num_words", "entity_": "num_entities"}
+
+
+def _own_part(name, row, counts, index):
+    """An example's `row` of output `name` without the padding its batch gave it (a tagger's words and entities
+    past its own count), so that an answer does not depend on the examples it was batched with."""
+    for prefix, count in counts.items():
+        if name.startswith(prefix):
+            return row[:count[index]]
+    return row
+
+
 def _jsonable(value):
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         value = value.tolist()
@@ -142,7 +155,9 @@ class TextSignature:
             output_names = [name for name, value in outputs.items() if _default_output(name, value)]
         _check_output_names(outputs, output_names)
         values = {name: outputs[name].numpy() for name in sorted(output_names)}
-        return [{name: _jsonable(value[i]) for name, value in values.items()} for i in range(len(examples))]
+        counts = {prefix: outputs[count].numpy() for prefix, count in _COUNTED.items() if count in outputs}
+        return [{name: _jsonable(_own_part(name, value[i], counts, i)) for name, value in values.items()}
+                for i in range(len(examples))]
 
 
 def predict(export_dir, texts, output_names=None):

@@ -192,6 +192,14 @@ def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(expo
     assert [a["label"] for a in answers] == [a["label"] for a in one_at_a_time]
     np.testing.assert_allclose([a["logits"] for a in answers], [a["logits"] for a in one_at_a_time], atol=1e-5)
 
+    # A tagger's words and entities: each sentence's own, whatever it is batched with.
+    sentences = ["SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT .", "Peter flew.", "EU rejects German call"]
+    (tmp_path / "sentences.txt").write_text("".join(f"{text}\n" for text in sentences))
+    batched = list(predict_file(exports["tagger"], str(tmp_path / "sentences.txt")))
+    alone = [TextSignature(exports["tagger"])([[text]])[0] for text in sentences]
+    assert batched == alone and [len(a["word_labels"]) for a in batched] == [a["num_words"] for a in batched] == [
+        12, 3, 4]
+
     (tmp_path / "short.txt").write_text("A ||| B\nC\n")  # every line is checked before the first batch
     with pytest.raises(ValueError, match=r"short.txt:2: the model takes 2 text\(s\) \(text, text_b\), got 1"):
         list(predict_file(exports["classifier"], str(tmp_path / "short.txt")))
