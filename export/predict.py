@@ -17,8 +17,8 @@ names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQu
 `--input_file` answers a file of examples in batches of `--batch_size`, one JSON line per example in the file's
 order, once every line was checked: `.txt` a text or `text_a ||| text_b` a line; `.csv` / `.tsv` a header row
 naming the inputs' columns (`text`, `text_b`; SQuAD `question`, `context`; `--columns=review` names others), other
-columns ignored; `.jsonl` an object a line keyed by the inputs (multiple choice: `{"context": ..., "choices":
-[...]}`) or an array of the texts in order.
+columns ignored; `.jsonl` an object a line keyed by the inputs or an array of the texts in order; multiple choice:
+what `tasks.run_multiple_choice` reads (SWAG's `.csv` or `.jsonl`, or `{"context": ..., "choices": [...]}` lines).
 An export of sequences of feature vectors (`tasks.run_time_series_classifier`) takes no text: `--features_file`
 names a `.npz` file in the training format (`features` (N, time, channels), optional `lengths`; labels are
 ignored), and one JSON line is printed per sequence, in the file's order.
@@ -181,13 +181,15 @@ def read_examples(input_file, order, columns=None, choices=False):
     or `text_a ||| text_b` (as `tasks.extract_features`); `.csv` / `.tsv` a header row, then one example a row, the
     columns named as the inputs (`text`, `text_b`; SQuAD `question`, `context`), other columns ignored (as
     `tasks.run_classifier --train_file`); `.jsonl` / `.json` one JSON object a line with a field per input (other
-    fields ignored; multiple choice: `context` and a list of `choices`), or an array of the texts in order.
+    fields ignored), or an array of the texts in order. A multiple-choice model reads what `tasks.run_multiple_choice`
+    reads (`data.multiple_choice`: SWAG's `.csv`, or JSON lines of SWAG rows or of `context` / `question` /
+    `choices` objects); labels are ignored.
 
     Args:
         input_file: the file's path.
         order: the signature's input names, in order (`TextSignature.order`).
         columns: the columns (JSON fields) that hold the inputs, in that order; None: the inputs' names.
-        choices: the last input is a list of choices (multiple choice): only `.jsonl` files hold such examples.
+        choices: the model takes a context and a list of choices (multiple choice).
 
     Returns:
         a list of (line number, list of texts).
@@ -202,14 +204,14 @@ def read_examples(input_file, order, columns=None, choices=False):
 
     if not path_exists(input_file):
         raise FileNotFoundError(f"no such input file: {input_file}")
+    if choices:
+        return _multiple_choice_examples(input_file, columns)
     names = list(columns or order)
     hint = "" if columns else f"; name the columns for {', '.join(order)} with --columns"
     if len(names) != len(order):
         raise ValueError(f"{len(names)} column(s) ({', '.join(names)}) for the model's {len(order)} input(s) "
                          f"({', '.join(order)})")
     extension = os.path.splitext(input_file)[1].lower()
-    if choices and FORMATS.get(extension) != "jsonl":
-        raise ValueError(f"{input_file}: a model of a {order[0]} and its {order[-1]} reads .jsonl examples")
     if extension == ".txt":
         return [(number, [text for text in parse_text_line(line, f"{input_file}:{number}") if text is not None])
                 for number, line in read_lines(input_file)]
@@ -238,13 +240,26 @@ def read_examples(input_file, order, columns=None, choices=False):
             if missing:
                 raise ValueError(f"{where}: no field {', '.join(missing)} (fields: {', '.join(value)}){hint}")
             value = [value[name] for name in names]
-            if isinstance(value[-1], list):  # multiple choice's choices
-                value = value[:-1] + value[-1]
         if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
             raise ValueError(f"{where}: expected an object with the fields {', '.join(names)}, or an array of "
                              f"strings")
         examples.append((number, value))
     return examples
+
+
+def _multiple_choice_examples(input_file, columns):
+    """(question number, [first segment, *choices]) of a file `tasks.run_multiple_choice` reads."""
+    from official_bert.data.multiple_choice import read_multiple_choice
+
+    if columns:
+        raise ValueError(f"--columns: a multiple-choice model reads {input_file} as tasks.run_multiple_choice does "
+                         f"(SWAG's fields, or context, question and choices)")
+    if not input_file.lower().endswith((".csv", ".jsonl", ".json")):
+        raise ValueError(f"{input_file}: a multiple-choice model reads SWAG's .csv or .jsonl (SWAG rows, or objects "
+                         f"with context, question and choices)")
+    examples = read_multiple_choice(input_file)
+    return [(number, [context, *choices])
+            for number, (context, choices) in enumerate(zip(examples.contexts, examples.choices), 1)]
 
 
 def predict_file(export_dir, input_file, output_names=None, batch_size=32, columns=None):

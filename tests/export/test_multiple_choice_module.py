@@ -170,9 +170,8 @@ def test_a_file_of_questions_with_different_numbers_of_choices_is_answered_in_or
     assert sorted({len(texts) for texts in examples}) == [2, 3, 5]  # 1, 2 and 4 choices
     signature = TextSignature(str(exported[1]))
     one_at_a_time = [signature([texts])[0] for texts in examples]
-    path = tmp_path / "questions.jsonl"  # objects and arrays alike
-    path.write_text("".join(json.dumps({"context": texts[0], "choices": texts[1:]} if i % 2 else texts) + "\n"
-                            for i, texts in enumerate(examples)))
+    path = tmp_path / "questions.jsonl"  # as tasks.run_multiple_choice reads them (test_predict.py: SWAG's rows)
+    path.write_text("".join(json.dumps({"context": texts[0], "choices": texts[1:]}) + "\n" for texts in examples))
     answers = list(predict_file(str(exported[1]), str(path), batch_size=4))
     assert [a["label_id"] for a in answers] == [a["label_id"] for a in one_at_a_time]
     for answer, expected in zip(answers, one_at_a_time):  # batches of 1 and 4: other kernels on some CPUs

@@ -44,15 +44,20 @@ def test_columns_name_the_inputs_in_order(tmp_path):
         _read(tmp_path, "pairs.jsonl", fields, columns=["a"])
 
 
-def test_multiple_choice_objects_hold_a_list_of_choices(tmp_path):
-    text = (json.dumps({"context": "A drum line", "choices": ["passes by.", "sings."]}) + "\n"
-            + json.dumps(["A man", "sits.", "runs.", "flies."]) + "\n")
-    (tmp_path / "swag.jsonl").write_text(text)
-    assert [t for _, t in read_examples(str(tmp_path / "swag.jsonl"), ["context", "choices"], choices=True)] == [
-        ["A drum line", "passes by.", "sings."], ["A man", "sits.", "runs.", "flies."]]
-    (tmp_path / "swag.csv").write_text("context,choices\nA,B\n")
-    with pytest.raises(ValueError, match=r"swag.csv: a model of a context and its choices reads .jsonl examples"):
-        read_examples(str(tmp_path / "swag.csv"), ["context", "choices"], choices=True)
+def test_a_multiple_choice_model_reads_what_run_multiple_choice_reads(tmp_path, shared_data):
+    from official_bert.data.multiple_choice import read_multiple_choice
+
+    swag = str(shared_data / "swag" / "sample.jsonl")  # SWAG's rows, with labels (ignored)
+    expected = read_multiple_choice(swag)
+    examples = read_examples(swag, ["context", "choices"], choices=True)
+    assert [texts for _, texts in examples] == [[c, *cs] for c, cs in zip(expected.contexts, expected.choices)]
+    (tmp_path / "mine.jsonl").write_text(json.dumps({"context": "A drum line", "choices": ["passes by.", "sings."]})
+                                         + "\n" + json.dumps({"question": "Which flies?", "choices": ["a", "b", "c"]}))
+    assert [t for _, t in read_examples(str(tmp_path / "mine.jsonl"), ["context", "choices"], choices=True)] == [
+        ["A drum line", "passes by.", "sings."], ["Which flies?", "a", "b", "c"]]
+    (tmp_path / "swag.txt").write_text("A ||| B\n")
+    with pytest.raises(ValueError, match=r"swag.txt: a multiple-choice model reads SWAG's .csv or .jsonl"):
+        read_examples(str(tmp_path / "swag.txt"), ["context", "choices"], choices=True)
 
 
 @pytest.mark.parametrize("name, text, message", [
