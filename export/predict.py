@@ -33,12 +33,24 @@ from absl import app, flags
 
 
 def resolve_version_dir(export_dir):
-    """`export_dir` itself if it holds a SavedModel, else its highest numeric version subdirectory."""
+    """`export_dir` itself if it holds a SavedModel, else its highest numeric version subdirectory.
+
+    Raises:
+        FileNotFoundError: no such directory, or no SavedModel in it, saying what it is instead (a model_dir).
+    """
+    from official_bert.model_dir import is_model_dir
+
     if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
         return export_dir
-    versions = sorted(int(n) for n in os.listdir(export_dir) if n.isdigit()) if os.path.isdir(export_dir) else []
+    if not os.path.isdir(export_dir):
+        raise FileNotFoundError(f"no such export directory: {export_dir}")
+    if is_model_dir(export_dir):
+        raise FileNotFoundError(f"{export_dir} is a model_dir of a training run, not an export: export it first "
+                                f"(python -m export.saved_model --model_dir={export_dir}) and pass its --export_dir")
+    versions = sorted(int(n) for n in os.listdir(export_dir) if n.isdigit())
     if not versions:
-        raise FileNotFoundError(f"{export_dir}: no saved_model.pb and no numeric version directory")
+        raise FileNotFoundError(f"{export_dir}: no saved_model.pb and no numeric version directory (an export of "
+                                f"python -m export.saved_model)")
     return os.path.join(export_dir, str(versions[-1]))
 
 

@@ -135,18 +135,33 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         raise ValueError(f"precision must be one of {sorted(SERVING_PRECISIONS)}, got {precision!r}")
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"model_dir not found: {model_dir}")
+    from official_bert.model_dir import is_model_dir
+
+    if not is_model_dir(model_dir) and _is_export(model_dir):
+        raise ValueError(f"{model_dir} is an export (a SavedModel), not a model_dir: --model_dir takes a tasks.run_* "
+                         f"model_dir or a checkpoint directory; python -m export.predict --export_dir={model_dir} asks "
+                         f"the export")
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(SERVING_PRECISIONS[precision])  # whatever precision the model was trained in
     try:
-        from official_bert.model_dir import is_model_dir
-
         quantize_mode = QUANTIZED_PRECISIONS.get(precision)
         if is_model_dir(model_dir):
             return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize_mode, jit_compile,
                                 max_windows)
-        return _encoder_module(model_dir, max_seq_length, staging_dir, quantize_mode, jit_compile)
+        try:
+            return _encoder_module(model_dir, max_seq_length, staging_dir, quantize_mode, jit_compile)
+        except FileNotFoundError as error:
+            if "no BERT checkpoint found" not in str(error):
+                raise
+            raise FileNotFoundError(f"not a tasks.run_* model_dir (no task.json) nor a checkpoint: {error}") from None
     finally:
         keras.config.set_dtype_policy(previous)
+
+
+def _is_export(path):
+    """Whether `path` is a SavedModel, or a directory of numbered SavedModel versions (an `--export_dir`)."""
+    return os.path.isfile(os.path.join(path, "saved_model.pb")) or any(
+        os.path.isfile(os.path.join(path, str(version), "saved_model.pb")) for version in numeric_versions(path))
 
 
 def numeric_versions(export_dir):

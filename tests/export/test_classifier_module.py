@@ -130,6 +130,19 @@ def test_model_dir_errors_name_the_problem(tmp_path, vocab_file):
         build_module(str(model_dir), str(tmp_path))
     with pytest.raises(FileNotFoundError, match="model_dir not found"):
         build_module(str(tmp_path / "nowhere"), str(tmp_path))
+    (tmp_path / "data").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"not a tasks.run_\* model_dir \(no task.json\) nor a checkpoint: "
+                                                r".*data: no BERT checkpoint found"):
+        build_module(str(tmp_path / "data"), str(tmp_path))
+
+
+def test_an_export_given_as_a_model_dir_is_named_so(exports, tmp_path):
+    base = tmp_path / "export"
+    base.mkdir()
+    os.symlink(exports["classifier"], base / "1")
+    for path in (base, base / "1"):  # the export_dir, or one version of it
+        with pytest.raises(ValueError, match=f"{path} is an export \\(a SavedModel\\), not a model_dir: "):
+            build_module(str(path), str(tmp_path))
 
 
 def test_predict_cli_uses_the_latest_version(exports, ner_dir, tmp_path):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from export.predict import read_examples
+from export.predict import read_examples, resolve_version_dir
 
 PAIR = ["text", "text_b"]
 EXAMPLES = [["The cat sat.", "A cat was sitting."], ["It rained all day, in Paris.", "Paris was dry."],
@@ -78,3 +78,21 @@ def test_a_malformed_file_is_an_error_that_names_its_line(tmp_path, name, text, 
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such input file: .*nowhere.csv"):
         read_examples(str(tmp_path / "nowhere.csv"), PAIR)
+
+
+def test_an_export_dir_that_is_no_export_says_what_it_is(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such export directory: .*nowhere"):
+        resolve_version_dir(str(tmp_path / "nowhere"))
+    (tmp_path / "ner").mkdir()
+    (tmp_path / "ner" / "task.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"ner is a model_dir of a training run, not an export: export it "
+                                                r"first \(python -m export.saved_model --model_dir=.*ner\)"):
+        resolve_version_dir(str(tmp_path / "ner"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="empty: no saved_model.pb and no numeric version directory"):
+        resolve_version_dir(str(tmp_path / "empty"))
+    for version in ("1", "10", "9"):
+        (tmp_path / "export" / version).mkdir(parents=True)
+    (tmp_path / "export" / "10" / "saved_model.pb").write_bytes(b"")
+    assert resolve_version_dir(str(tmp_path / "export")) == str(tmp_path / "export" / "10")  # numerically latest
+    assert resolve_version_dir(str(tmp_path / "export" / "10")) == str(tmp_path / "export" / "10")
