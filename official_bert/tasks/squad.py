@@ -5,6 +5,7 @@ import logging
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.text_files import path_exists
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,15 @@ class SquadTask(Task):
             raise ValueError("training needs --train_file or --tfds_name (or pass --do_train=false)")
         if not config.do_train and not (self.predict_file or self.tfds_name):
             raise ValueError("nothing to do: give --predict_file or --tfds_name")
+        if config.do_eval and not (self.predict_file or self.tfds_name):
+            logger.warning("No --predict_file (or --tfds_name): the run trains and is not evaluated; pass "
+                           "--predict_file=dev-v1.1.json to score it, or --do_eval=false to say so")
+        for flag, path in (("train_file", self.train_file if config.do_train else None),
+                           ("predict_file", self.predict_file if config.do_eval or config.do_predict else None)):
+            if path and not path_exists(path):
+                raise FileNotFoundError(f"--{flag}={path}: no such file (SQuAD's JSON files: train-v1.1.json, "
+                                        f"dev-v1.1.json, train-v2.0.json, dev-v2.0.json from "
+                                        f"https://rajpurkar.github.io/SQuAD-explorer/; or --tfds_name=squad/v1.1)")
         if self.max_query_length >= config.max_seq_length - 3:
             raise ValueError(f"--max_query_length={self.max_query_length} leaves no room for the context in "
                              f"--max_seq_length={config.max_seq_length}")

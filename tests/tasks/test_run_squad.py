@@ -10,7 +10,10 @@ from official_bert.metrics.squad import evaluate
 
 pytestmark = pytest.mark.slow
 MISSING_DATA = [([], "training needs --train_file or --tfds_name"),
-                (["--do_train=false"], "nothing to do: give --predict_file or --tfds_name")]
+                (["--do_train=false"], "nothing to do: give --predict_file or --tfds_name"),
+                (["--train_file=train-v1.1.json"], "--train_file=train-v1.1.json: no such file (SQuAD's JSON files: "
+                                                   "train-v1.1.json, dev-v1.1.json"),
+                (["--do_train=false", "--predict_file=nowhere.json"], "--predict_file=nowhere.json: no such file")]
 
 
 def _articles(source, target, indices, version, max_paragraphs=None):
@@ -29,7 +32,7 @@ def _args(*args):
 @pytest.fixture(scope="module")
 def runs(shared_data, tiny_checkpoint, tmp_path_factory):
     """The six command lines: (root, {name: CompletedProcess}): "v1" (its train file with one mismatched answer),
-    "v2 refused" (v2 data without --version_2_with_negative), "v2", "missing 0", "missing 1" (`MISSING_DATA`), and
+    "v2 refused" (v2 data without --version_2_with_negative), "v2", "missing 0".."missing 3" (`MISSING_DATA`), and
     "v2 again" (the "v2" model_dir evaluated with --do_train=false and no settings flags)."""
     root = tmp_path_factory.mktemp("squad_runs")
     v1, v2 = root / "v1", root / "v2"
