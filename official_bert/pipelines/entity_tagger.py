@@ -26,10 +26,15 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
-from official_bert.data.tagging_dataset import (bare_space, build_windows, starts_word, tagging_dataset,
-                                                text_words, whitespace_pieces, word_pieces, word_predictions,
-                                                word_prefix)
+from official_bert.data.padding import XLA_LENGTH_MULTIPLE
+from official_bert.data.tagging_dataset import (bare_space, build_windows, starts_word, text_words, whitespace_pieces,
+                                                word_pieces, word_predictions, word_prefix)
 from official_bert.metrics.tagging import get_entities
+
+# Without XLA, a window is predicted at its pieces rounded up to this many, a `predict` call per length. On 2 CPU
+# cores, all-MiniLM-L6-v2 on 500 CoNLL-2003 test sentences (batch 64): 85, 99-103, 96 and 40 sentences/s with
+# 4, 8, 16 and 32; 16 at the full 128.
+LENGTH_MULTIPLE = 8
 
 
 class EntityTagger:
@@ -74,11 +79,26 @@ class EntityTagger:
 
     def _predict(self, pieces) -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())
-        if len(windows):
-            logits = self.model.predict(tagging_dataset(windows, self.batch_size, is_training=False), verbose=0)
-        else:
-            logits = np.zeros((0, self.seq_length, len(self.label_names)), np.float32)
-        return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, logits)]
+        return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, self._logits(windows))]
+
+    def _logits(self, windows) -> np.ndarray:
+        """The windows' logits (windows, seq_length, labels), 0 after each window's cut length.
+
+        Windows are predicted in groups of one length: each window's pieces rounded up to `LENGTH_MULTIPLE`
+        (`XLA_LENGTH_MULTIPLE` under XLA, which compiles a program per shape), shortest first. Padding is masked
+        out of attention, so the logits at the real pieces are the full-length ones up to float rounding, at the
+        real length's compute (CoNLL-2003 test windows: 18.8 pieces on average of 128).
+        """
+        lengths = windows.inputs["input_mask"].sum(axis=1)  # (windows,) pieces, [CLS] and [SEP] included
+        multiple = XLA_LENGTH_MULTIPLE if self.model.jit_compile else LENGTH_MULTIPLE
+        cut = np.minimum(-(-lengths // multiple) * multiple, self.seq_length)  # (windows,)
+        logits = np.zeros((len(windows), self.seq_length, len(self.label_names)), np.float32)
+        for length in np.unique(cut):
+            rows = np.flatnonzero(cut == length)
+            inputs = {name: values[rows, :length] for name, values in windows.inputs.items()}  # (rows, length) each
+            dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(self.batch_size).prefetch(tf.data.AUTOTUNE)
+            logits[rows, :length] = self.model.predict(dataset, verbose=0)
+        return logits
 
     def tag_words(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
         """The IOB2 tag of every word of pre-split sentences (e.g. CoNLL's)."""

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from official_bert import BertEncoder
+from official_bert.data.tagging_dataset import build_windows, word_pieces, word_predictions
 from official_bert.models.token_classifier import BertTokenClassifier
 from official_bert.pipelines import EntityTagger
 from official_bert.text import BertTokenizer
@@ -33,6 +34,21 @@ def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
             assert text[e["start"]:e["end"]] == e["text"] and e["type"] == "PER"
     # 6 words with seq_length 6 (4 pieces per window) need several windows; nothing is lost
     assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
+
+
+def test_windows_cut_to_their_length_give_the_full_length_logits(tiny_config):
+    model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=5)
+    tagger = EntityTagger(model, BertTokenizer(vocab=VOCAB, lower_case=True), list("OABCD"), seq_length=32,
+                          batch_size=2)
+    words = "peter blackburn went to zurich ! café of the".split()
+    sentences = [words[:n] * (1 + n // 3) for n in range(1, 10)] + [[], words * 4]  # cut to 8 to 32 pieces
+    windows = build_windows(word_pieces(tagger.tokenizer, sentences), 32, tagger.tokenizer.get_special_tokens_dict())
+    full = model.predict(windows.inputs, verbose=0)  # (windows, 32, 5)
+    logits = tagger._logits(windows)
+    real = windows.inputs["input_mask"] > 0
+    np.testing.assert_allclose(logits[real], full[real], atol=1e-5)
+    assert tagger.tag_words(sentences) == [[tagger.label_names[i] for i in ids]
+                                           for ids in word_predictions(windows, full)]
 
 
 @pytest.mark.slow
