@@ -30,6 +30,7 @@ from official_bert.data.padding import XLA_LENGTH_MULTIPLE
 from official_bert.data.tagging_dataset import (bare_space, build_windows, starts_word, text_words, whitespace_pieces,
                                                 word_pieces, word_predictions, word_prefix)
 from official_bert.metrics.tagging import get_entities
+from official_bert.pipelines.progress import PredictProgress
 
 # Without XLA, a window is predicted at its pieces rounded up to this many, a `predict` call per length. On 2 CPU
 # cores, all-MiniLM-L6-v2 on 500 CoNLL-2003 test sentences (batch 64): 85, 99-103, 96 and 40 sentences/s with
@@ -48,16 +49,19 @@ class EntityTagger:
         seq_length: window length (the training `max_seq_length`).
         batch_size: windows per prediction batch.
         layout: "bert", or "roberta" (words tokenized after a space, `<s> pieces </s>`).
+        progress_seconds: seconds between progress lines (logged at INFO: sentences done / total, rate) while it
+            tags; a last line when done.
     """
 
     def __init__(self, model, tokenizer, label_names: Sequence[str], seq_length: int = 128, batch_size: int = 64,
-                 layout: str = "bert"):
+                 layout: str = "bert", progress_seconds: float = 10.0):
         self.model = model
         self.tokenizer = tokenizer
         self.label_names = list(label_names)
         self.seq_length = seq_length
         self.batch_size = batch_size
         self.layout = layout
+        self.progress_seconds = progress_seconds
         self._prefix = word_prefix(layout)
         self._starts_word = starts_word(tokenizer, layout)
         self._lone_space = bare_space(tokenizer.get_vocab(), layout)
@@ -77,32 +81,45 @@ class EntityTagger:
         return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size,
                    layout=loaded.config.packing_layout)
 
-    def _predict(self, pieces) -> List[List[str]]:
+    def _predict(self, pieces, noun) -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())
-        return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, self._logits(windows))]
+        return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, self._logits(windows, noun))]
 
-    def _logits(self, windows) -> np.ndarray:
+    def _logits(self, windows, noun) -> np.ndarray:
         """The windows' logits (windows, seq_length, labels), 0 after each window's cut length.
 
         Windows are predicted in groups of one length: each window's pieces rounded up to `LENGTH_MULTIPLE`
         (`XLA_LENGTH_MULTIPLE` under XLA, which compiles a program per shape), shortest first. Padding is masked
         out of attention, so the logits at the real pieces are the full-length ones up to float rounding, at the
-        real length's compute (CoNLL-2003 test windows: 18.8 pieces on average of 128).
+        real length's compute (CoNLL-2003 test windows: 18.8 pieces on average of 128). Logs progress in `noun`.
         """
         lengths = windows.inputs["input_mask"].sum(axis=1)  # (windows,) pieces, [CLS] and [SEP] included
         multiple = XLA_LENGTH_MULTIPLE if self.model.jit_compile else LENGTH_MULTIPLE
         cut = np.minimum(-(-lengths // multiple) * multiple, self.seq_length)  # (windows,)
+        progress = self._progress(windows, cut, noun)
         logits = np.zeros((len(windows), self.seq_length, len(self.label_names)), np.float32)
         for length in np.unique(cut):
             rows = np.flatnonzero(cut == length)
             inputs = {name: values[rows, :length] for name, values in windows.inputs.items()}  # (rows, length) each
             dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(self.batch_size).prefetch(tf.data.AUTOTUNE)
-            logits[rows, :length] = self.model.predict(dataset, verbose=0)
+            logits[rows, :length] = self.model.predict(dataset, verbose=0,
+                                                       callbacks=[progress.group(len(rows), self.batch_size)])
+        progress.finish()
         return logits
+
+    def _progress(self, windows, cut, noun):
+        """The `PredictProgress` of `_logits`, which predicts the windows by `cut` length (stable order)."""
+        order = np.argsort(cut, kind="stable")
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(1, len(order) + 1)  # windows predicted once a window is done
+        complete = np.zeros(len(windows.num_words), np.int64)  # windows predicted once a sentence is done
+        np.maximum.at(complete, windows.sentence, rank)
+        return PredictProgress(np.searchsorted(np.sort(complete), np.arange(len(order) + 1), side="right"),
+                               np.concatenate([[0], np.cumsum(cut[order])]), "tagged", noun, self.progress_seconds)
 
     def tag_words(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
         """The IOB2 tag of every word of pre-split sentences (e.g. CoNLL's)."""
-        return self._predict(word_pieces(self.tokenizer, sentences, layout=self.layout))
+        return self._predict(word_pieces(self.tokenizer, sentences, layout=self.layout), "sentences")
 
     def split_words(self, texts: Sequence[str]):
         """The tokenizer's words of each text: `[text] -> (pieces per word, (start, end) char span per word)`.
@@ -132,7 +149,7 @@ class EntityTagger:
         if isinstance(texts, str):
             raise TypeError("pass a list of texts")
         split = self.split_words(texts)
-        tags = self._predict([pieces for pieces, _ in split])
+        tags = self._predict([pieces for pieces, _ in split], "texts")
         entities = []
         for text, (_, spans), text_tags in zip(texts, split, tags):
             found = []

@@ -1,6 +1,7 @@
 """EntityTagger: character spans and windows on raw text, and loading a model_dir."""
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -36,6 +37,18 @@ def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
     assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
 
 
+def test_tagging_logs_sentences_done(always_b_per_tagger, caplog):
+    # 4 windows of 6 pieces (the last sentence is two), one a batch; the empty sentence is done from the start
+    sentences = [["peter", "went"], ["to"], [], ["peter", "blackburn", "went", "to", "zurich", "!"]]
+    always_b_per_tagger.batch_size, always_b_per_tagger.progress_seconds = 1, 0
+    with caplog.at_level(logging.INFO, logger="official_bert.pipelines.progress"):
+        tags = always_b_per_tagger.tag_words(sentences)
+    assert tags == [["B-PER"] * len(words) for words in sentences]
+    lines = [record.getMessage() for record in caplog.records if record.name == "official_bert.pipelines.progress"]
+    assert [line.split(",")[0] for line in lines] == [f"tagged {done}/4 sentences" for done in (2, 3, 3, 4, 4)]
+    assert "sentences/s" in lines[-1]
+
+
 def test_windows_cut_to_their_length_give_the_full_length_logits(tiny_config):
     model = BertTokenClassifier(BertEncoder(tiny_config), num_labels=5)
     tagger = EntityTagger(model, BertTokenizer(vocab=VOCAB, lower_case=True), list("OABCD"), seq_length=32,
@@ -44,7 +57,7 @@ def test_windows_cut_to_their_length_give_the_full_length_logits(tiny_config):
     sentences = [words[:n] * (1 + n // 3) for n in range(1, 10)] + [[], words * 4]  # cut to 8 to 32 pieces
     windows = build_windows(word_pieces(tagger.tokenizer, sentences), 32, tagger.tokenizer.get_special_tokens_dict())
     full = model.predict(windows.inputs, verbose=0)  # (windows, 32, 5)
-    logits = tagger._logits(windows)
+    logits = tagger._logits(windows, "sentences")
     real = windows.inputs["input_mask"] > 0
     np.testing.assert_allclose(logits[real], full[real], atol=1e-5)
     assert tagger.tag_words(sentences) == [[tagger.label_names[i] for i in ids]

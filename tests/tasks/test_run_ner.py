@@ -73,6 +73,7 @@ def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, runs):
     model_dir = root / "ner"
     assert result.returncode == 0, result.stderr[-3000:]
     assert "eval results (test):" in result.stdout
+    assert "tagged 120/120 sentences, " in result.stderr and "tagged 2/2 texts, " in result.stderr  # progress lines
     task = json.loads((model_dir / "task.json").read_text())
     assert task["label_names"] == LABELS and task["max_seq_length"] == 24 and task["task"] == "ner"
     results = json.loads((model_dir / "eval_results.json").read_text())
