@@ -81,11 +81,11 @@ class EntityTagger:
         return cls(loaded.model, tokenizer, loaded.info["label_names"], loaded.max_seq_length, batch_size,
                    layout=loaded.config.packing_layout)
 
-    def _predict(self, pieces, noun) -> List[List[str]]:
+    def _predict(self, pieces, noun="sentences") -> List[List[str]]:
         windows = build_windows(pieces, self.seq_length, self.tokenizer.get_special_tokens_dict())
         return [[self.label_names[i] for i in ids] for ids in word_predictions(windows, self._logits(windows, noun))]
 
-    def _logits(self, windows, noun) -> np.ndarray:
+    def _logits(self, windows, noun="sentences") -> np.ndarray:
         """The windows' logits (windows, seq_length, labels), 0 after each window's cut length.
 
         Windows are predicted in groups of one length: each window's pieces rounded up to `LENGTH_MULTIPLE`

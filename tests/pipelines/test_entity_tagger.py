@@ -57,7 +57,7 @@ def test_windows_cut_to_their_length_give_the_full_length_logits(tiny_config):
     sentences = [words[:n] * (1 + n // 3) for n in range(1, 10)] + [[], words * 4]  # cut to 8 to 32 pieces
     windows = build_windows(word_pieces(tagger.tokenizer, sentences), 32, tagger.tokenizer.get_special_tokens_dict())
     full = model.predict(windows.inputs, verbose=0)  # (windows, 32, 5)
-    logits = tagger._logits(windows, "sentences")
+    logits = tagger._logits(windows)
     real = windows.inputs["input_mask"] > 0
     np.testing.assert_allclose(logits[real], full[real], atol=1e-5)
     assert tagger.tag_words(sentences) == [[tagger.label_names[i] for i in ids]
