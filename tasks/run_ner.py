@@ -13,6 +13,10 @@ Writes to --model_dir: `bert_config.json`, `vocab.txt`, `task.json` (label names
 `train_results.json`, `eval_results.json` (entity precision/recall/F1, conlleval counting, and per type),
 and with --do_predict `predictions/<split>.txt` (word, gold tag, predicted tag per line, conlleval's input)
 and, with --predict_text_file, `predictions/<name>.jsonl` (entities with character spans per input line).
+Tagging only a text file with a trained model_dir needs no --data_dir:
+
+    python -m tasks.run_ner --model_dir=out/ner --do_train=false --do_eval=false --do_predict \
+        --predict_text_file=texts.txt
 """
 
 from absl import flags
@@ -21,7 +25,8 @@ from tasks import common
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("data_dir", None, "Directory with the CoNLL files: train.txt/valid.txt/test.txt or "
-                    "eng.train/eng.testa/eng.testb.")
+                    "eng.train/eng.testa/eng.testb. Not needed to tag only --predict_text_file with a trained "
+                    "--model_dir (--do_train=false --do_eval=false --do_predict).")
 flags.DEFINE_enum("tag_scheme", "iob2", ["iob1", "iob2"], "Tagging of the files; IOB1 is converted to IOB2.")
 flags.DEFINE_enum("eval_split", "test", ["valid", "test"], "Split evaluated (and predicted with --do_predict).")
 flags.DEFINE_string("predict_text_file", None, "With --do_predict: a UTF-8 file of raw texts, one per line, "

@@ -23,7 +23,8 @@ class TaggingTask(Task):
     ALBERT tags SentencePiece words in `[CLS] pieces [SEP]`, as `AlbertTokenizerFast` with `is_split_into_words`.
 
     Args:
-        data_dir: the CoNLL files (train.txt/valid.txt/test.txt, or eng.train/eng.testa/eng.testb).
+        data_dir: the CoNLL files (train.txt/valid.txt/test.txt, or eng.train/eng.testa/eng.testb); None to tag
+            only predict_text_file with a trained model_dir (its task.json's labels).
         tag_scheme: "iob2", or "iob1" (converted to IOB2).
         eval_split: "test" or "valid": evaluated, and predicted with do_predict.
         predict_text_file: with do_predict, a UTF-8 file of raw texts (one per line) whose entities go to
@@ -48,8 +49,17 @@ class TaggingTask(Task):
         return cls(flags.data_dir, flags.tag_scheme, flags.eval_split)
 
     def validate(self, config):
-        if not self.data_dir:
-            raise ValueError("--data_dir is required")
+        """Without data_dir, only --predict_text_file is tagged (no training, evaluation or split predictions), with
+        the labels of the model_dir's task.json."""
+        if self.data_dir:
+            return
+        if config.do_train or config.do_eval or not self.predict_text_file:
+            raise ValueError("--data_dir is required to train, evaluate or predict the eval split (tagging only "
+                             "--predict_text_file with a trained --model_dir: --do_train=false --do_eval=false "
+                             "--do_predict)")
+        if not model_dirs.is_model_dir(config.model_dir):
+            raise ValueError(f"--data_dir is required: --model_dir={config.model_dir} holds no trained run "
+                             f"({model_dirs.TASK_FILE}) whose labels would tag --predict_text_file")
 
     def _read(self, split, label_set=None):
         from official_bert.data.conll import conll_file_path, read_conll
@@ -59,15 +69,18 @@ class TaggingTask(Task):
     def read_data(self, config, bert_config):
         from official_bert.data.conll import label_names
 
-        try:
-            self.train = self._read("train")
-            self.labels = label_names(self.train.tags)
-        except FileNotFoundError:
-            if config.do_train or not model_dirs.is_model_dir(config.model_dir):
-                raise
-            self.labels = model_dirs.read_task_info(config.model_dir)["label_names"]
-        if config.do_eval or config.do_predict:  # a tag outside the label set fails before training
-            self.examples = self._read(self.eval_split, label_set=self.labels)
+        if not self.data_dir:  # tagging only predict_text_file (validate); another task's model_dir fails its check
+            self.labels = model_dirs.read_task_info(config.model_dir).get("label_names")
+        else:
+            try:
+                self.train = self._read("train")
+                self.labels = label_names(self.train.tags)
+            except FileNotFoundError:
+                if config.do_train or not model_dirs.is_model_dir(config.model_dir):
+                    raise
+                self.labels = model_dirs.read_task_info(config.model_dir)["label_names"]
+            if config.do_eval or config.do_predict:  # a tag outside the label set fails before training
+                self.examples = self._read(self.eval_split, label_set=self.labels)
         if config.do_predict and self.predict_text_file:  # and so does a text file that is not UTF-8
             self._predict_texts()
 
@@ -151,10 +164,16 @@ class TaggingTask(Task):
                 + ", ".join(f"{t} f1={s['f1']:.4f}" for t, s in results["per_type"].items()))
 
     def predict(self, model, context):
-        """`predictions/<split>.txt` (word, gold, predicted tag per line) and, with a predict_text_file,
-        `predictions/<name>.jsonl` (the entities of each line)."""
+        """`predictions/<split>.txt` (word, gold, predicted tag per line; with a data_dir) and, with a
+        predict_text_file, `predictions/<name>.jsonl` (the entities of each line)."""
         tagger = self._tagger(model, context)
-        path = os.path.join(owned_files.claim(context.results_dir, "predictions"), f"{self.eval_split}.txt")
+        if self.examples is not None:
+            self._write_split_predictions(tagger, context.results_dir)
+        if self.predict_text_file:
+            self._write_text_predictions(tagger, context.results_dir)
+
+    def _write_split_predictions(self, tagger, out_dir):
+        path = os.path.join(owned_files.claim(out_dir, "predictions"), f"{self.eval_split}.txt")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         predicted = self._predicted_tags(tagger)
         with open(path, "w", encoding="utf-8") as f:
@@ -162,13 +181,12 @@ class TaggingTask(Task):
                 f.writelines(f"{w} {g} {p}\n" for w, g, p in zip(words, gold, tags))
                 f.write("\n")
         logger.info("Wrote %d predicted sentences to %s", len(predicted), path)
-        if self.predict_text_file:
-            self._write_text_predictions(tagger, context.results_dir)
 
     def _write_text_predictions(self, tagger, out_dir):
         texts = self._predict_texts()
         name = os.path.splitext(os.path.basename(self.predict_text_file))[0]
         path = os.path.join(owned_files.claim(out_dir, "predictions"), f"{name}.jsonl")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             for text, entities in zip(texts, tagger(texts)):
                 f.write(json.dumps({"text": text, "entities": entities}, ensure_ascii=False) + "\n")

@@ -3,6 +3,7 @@ command lines run as children of one process (`forked_commands`): TensorFlow is 
 re-evaluation of the trained model_dir runs in-process (the runner, as the CLI calls it)."""
 
 import json
+import re
 
 import pytest
 from tests.tasks.forked_commands import run_forked
@@ -41,8 +42,9 @@ def _args(*args):
 
 @pytest.fixture(scope="module")
 def runs(small_conll, tiny_checkpoint, tmp_path_factory):
-    """The three command lines: (root, [CompletedProcess]): a run that trains, evaluates and predicts; a test tag
-    outside the label set; a predict text file that is not UTF-8."""
+    """The four command lines: (root, [CompletedProcess]): a run that trains, evaluates and predicts; a test tag
+    outside the label set; a predict text file that is not UTF-8; the first's model_dir tagging the text file alone,
+    without --data_dir."""
     root = tmp_path_factory.mktemp("ner_runs")
     model_dir, texts = root / "ner", root / "texts.txt"
     texts.write_text("Peter Blackburn flew to Brussels.\nNo entities here\n")
@@ -59,6 +61,8 @@ def runs(small_conll, tiny_checkpoint, tmp_path_factory):
               "--num_train_steps=1"),
         _args(f"--data_dir={small_conll / 'hf-iob2'}", f"--init_checkpoint={tiny_checkpoint}",
               f"--model_dir={root / 'never'}", "--num_train_steps=1", "--do_predict", f"--predict_text_file={latin1}"),
+        _args(f"--model_dir={model_dir}", "--do_train=false", "--do_eval=false", "--do_predict",
+              f"--predict_text_file={texts}", f"--output_dir={root / 'texts_only'}"),
     ]
     out = root / "out"
     out.mkdir()
@@ -69,7 +73,7 @@ def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, runs):
     from official_bert.runner import RunConfig, run
     from official_bert.tasks.tagging import TaggingTask
 
-    root, (result, _, _) = runs
+    root, (result, _, _, _) = runs
     model_dir = root / "ner"
     assert result.returncode == 0, result.stderr[-3000:]
     assert "eval results (test):" in result.stdout
@@ -108,16 +112,41 @@ def test_train_evaluate_predict_and_reevaluate_iob1(small_conll, runs):
 
 
 def test_a_test_tag_outside_the_label_set_is_an_error_naming_the_line(runs):
-    root, (_, result, _) = runs
+    root, (_, result, _, _) = runs
     data = root / "data"
     assert result.returncode != 0
     assert f"{data / 'test.txt'}:4: tag 'B-GPE' is not in the label set" in result.stderr
 
 
 def test_a_predict_text_file_that_is_not_utf8_is_one_line_before_training(runs):
-    root, (_, _, result) = runs
+    root, (_, _, result, _) = runs
     texts, model_dir = root / "latin1.txt", root / "never"
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.stderr.strip().splitlines()[-1] == (f"error: {texts}:2: not UTF-8 text (byte 0xfc at column 2); "
                                                       f"save the file as UTF-8")
     assert not model_dir.exists()
+
+
+def test_a_trained_model_dir_tags_a_text_file_without_data_dir(runs):
+    from official_bert.runner import RunConfig, run
+    from official_bert.tasks.tagging import TaggingTask
+
+    root, (_, _, _, result) = runs
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = root / "texts_only" / "predictions"
+    assert sorted(p.name for p in out.iterdir()) == ["texts.jsonl"]  # no split predicted
+    assert (out / "texts.jsonl").read_text() == (root / "ner" / "predictions" / "texts.jsonl").read_text()
+    tagged = [line for line in result.stderr.splitlines() if "] tagged " in line]  # progress lines: texts only
+    assert tagged and all(" texts, " in line for line in tagged)
+    # what needs the data says so, before reading anything
+    texts = str(root / "texts.txt")
+    for task, config, message in [
+            (TaggingTask(None, predict_text_file=texts), RunConfig(model_dir=str(root / "ner"), do_train=False),
+             "--data_dir is required to train, evaluate or predict the eval split"),
+            (TaggingTask(None), RunConfig(model_dir=str(root / "ner"), do_train=False, do_eval=False,
+                                          do_predict=True), "--data_dir is required to train, evaluate or predict"),
+            (TaggingTask(None, predict_text_file=texts), RunConfig(model_dir=str(root / "none"), do_train=False,
+                                                                   do_eval=False, do_predict=True),
+             re.escape(f"--data_dir is required: --model_dir={root / 'none'} holds no trained run"))]:
+        with pytest.raises(ValueError, match=message):
+            run(task, config)
