@@ -38,6 +38,7 @@ def resolve_version_dir(export_dir):
     Raises:
         FileNotFoundError: no such directory, or no SavedModel in it, saying what it is instead (a model_dir).
     """
+    from export.saved_model import numeric_versions
     from official_bert.model_dir import is_model_dir
 
     if os.path.isfile(os.path.join(export_dir, "saved_model.pb")):
@@ -47,7 +48,7 @@ def resolve_version_dir(export_dir):
     if is_model_dir(export_dir):
         raise FileNotFoundError(f"{export_dir} is a model_dir of a training run, not an export: export it first "
                                 f"(python -m export.saved_model --model_dir={export_dir}) and pass its --export_dir")
-    versions = sorted(int(n) for n in os.listdir(export_dir) if n.isdigit())
+    versions = numeric_versions(export_dir)
     if not versions:
         raise FileNotFoundError(f"{export_dir}: no saved_model.pb and no numeric version directory (an export of "
                                 f"python -m export.saved_model)")
@@ -119,7 +120,6 @@ class TextSignature:
     """
 
     def __init__(self, export_dir):
-        self.export_dir = export_dir
         model = load(resolve_version_dir(export_dir))
         self.signature = model.signatures["serving_default"]
         if "features" in self.signature.structured_input_signature[1]:
