@@ -26,7 +26,7 @@ from absl import app, flags
 
 from export.ops import serving_save_options
 from export.quantization import quantize
-from official_bert import owned_files
+from official_bert import output_files, owned_files
 from official_bert.families import check_sequence_length
 from official_bert.model_dir import read_json
 from official_bert.tokenizer_kinds import BPE, BPE_FILES, VOCAB_FILES, tokenizer_kind
@@ -245,9 +245,7 @@ def save(module, export_dir, version=None):
         tf.saved_model.save(root, staging, signatures=signatures, options=serving_save_options())
         os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
         write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), module.warmup_requests())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)  # a server running as another user must read it
+        output_files.give_default_permissions(staging)  # a server running as another user must read it
         owned_files.claim(export_dir, str(version))
         try:
             os.rename(staging, target)  # fails if another export renamed its own version here meanwhile

@@ -55,6 +55,20 @@ def _reason(error, path):
     return reason
 
 
+def give_default_permissions(path):
+    """Gives `path` the mode `open()` gives a new file (`os.mkdir` a new folder): 0o666 (0o777) less the umask.
+
+    Writers that go through a private temporary file or folder (safetensors' `save_file`, `tempfile.mkdtemp`) leave
+    0o600 (0o700), which a server or a colleague running as another user cannot read.
+
+    Args:
+        path: a local file or folder this process wrote.
+    """
+    umask = os.umask(0)  # reading the umask means setting it: put it back at once
+    os.umask(umask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~umask)
+
+
 def cannot_write(flag, path, error) -> ValueError:
     """The one-line error for `--flag=path`, from the OSError that stopped it."""
     return ValueError(f"--{flag}={path} cannot be written: {_reason(error, path)}")

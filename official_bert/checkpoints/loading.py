@@ -11,6 +11,7 @@ import os
 import shutil
 from typing import Iterable, List
 
+from official_bert import output_files
 from official_bert.checkpoints.readers import CheckpointReader, open_checkpoint
 from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
 from official_bert.config import BertConfig
@@ -196,6 +197,7 @@ def write_hf_directory(path, tensors, hf_config, vocab_file=None, overwrite=Fals
     if os.path.exists(weights_path) and not overwrite:
         raise FileExistsError(f"{weights_path} exists; pass overwrite=True to replace it")
     save_file(tensors, weights_path, metadata={"format": "pt"})
+    output_files.give_default_permissions(weights_path)  # safetensors writes 0o600: readable by its owner alone
     with open(os.path.join(path, "config.json"), "w", encoding="utf-8") as f:
         json.dump(hf_config, f, indent=2)
     if vocab_file and str(vocab_file).endswith(".json"):  # RoBERTa's vocab.json, with the merges.txt beside it

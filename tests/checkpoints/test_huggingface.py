@@ -74,6 +74,22 @@ def test_save_refuses_to_overwrite(minilm, tmp_path):
     save_encoder(encoder, tmp_path, overwrite=True)
 
 
+def test_saved_files_have_the_mode_open_gives_under_the_umask(minilm, tmp_path):
+    """safetensors writes through a private temporary file (mode 0o600): a server or a colleague running as
+    another user could not read the weights beside a readable config.json."""
+    import os
+    import stat
+
+    encoder, _ = minilm
+    previous = os.umask(0o027)
+    try:
+        save_encoder(encoder, tmp_path / "hf")
+    finally:
+        os.umask(previous)
+    modes = {path.name: stat.S_IMODE(path.stat().st_mode) for path in (tmp_path / "hf").iterdir()}
+    assert modes == {"model.safetensors": 0o640, "config.json": 0o640}
+
+
 def _copy_with_tensors(minilm_dir, tmp_path, edit):
     """A copy of MiniLM whose tensors `edit(dict)` changed."""
     from safetensors.numpy import load_file, save_file

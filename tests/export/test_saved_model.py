@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import re
+import stat
 import subprocess
 import sys
 import textwrap
@@ -49,6 +50,9 @@ def test_cli_writes_the_next_version_with_assets_and_warmup(classifier_dir, voca
     version = base / "4"
     assert sorted([n for n in os.listdir(base) if n != RECORD_FILE]) == ["3", "4"]  # no temporary directory left behind
     assert (version / "saved_model.pb").is_file() and (version / "variables" / "variables.index").is_file()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(version.stat().st_mode) == 0o777 & ~umask  # not mkdtemp's 0o700: a server must read it
     assert (version / "assets" / "vocab.txt").read_text() == pathlib.Path(vocab_file).read_text()
     assert (version / "assets" / "labels.txt").read_text() == "0\n1\n"
     requests = read_warmup_file(version / "assets.extra" / WARMUP_FILE)
