@@ -225,6 +225,9 @@ def read_examples(input_file, order, columns=None, choices=False):
                          f"({', '.join(order)})")
     extension = os.path.splitext(input_file)[1].lower()
     if extension == ".txt":
+        if columns:
+            raise ValueError(f"--columns names the columns of a .csv, .tsv or .jsonl file; {input_file} is a .txt "
+                             "file, whose lines hold the texts themselves ('text' or 'text_a ||| text_b')")
         return [(number, [text for text in parse_text_line(line, f"{input_file}:{number}") if text is not None])
                 for number, line in read_lines(input_file)]
     if FORMATS.get(extension) in ("csv", "tsv"):
@@ -350,13 +353,24 @@ def predict_features(export_dir, features_file, output_names=None, batch_size=64
     return answers
 
 
+def check_inputs(texts, input_file, features_file, columns):
+    """Raises `app.UsageError` unless the command line gives one kind of input, and `columns` only with a file.
+
+    Args:
+        texts: the texts on the command line; input_file, features_file, columns: those flags' values.
+    """
+    given = [name for name, value in [("texts", texts), ("--input_file", input_file),
+                                      ("--features_file", features_file)] if value]
+    if len(given) > 1:
+        raise app.UsageError(f"pass one of texts, --input_file and --features_file, not {' and '.join(given)}")
+    if columns and not input_file:
+        raise app.UsageError("--columns names the columns of an --input_file; pass one, or leave --columns out")
+
+
 def main(argv):
     if not flags.FLAGS.export_dir:
         raise app.UsageError("--export_dir is required")
-    given = [name for name, value in [("texts", len(argv) > 1), ("--input_file", flags.FLAGS.input_file),
-                                      ("--features_file", flags.FLAGS.features_file)] if value]
-    if len(given) > 1:
-        raise app.UsageError(f"pass one of texts, --input_file and --features_file, not {' and '.join(given)}")
+    check_inputs(argv[1:], flags.FLAGS.input_file, flags.FLAGS.features_file, flags.FLAGS.columns)
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
     texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
     names = flags.FLAGS.outputs.split(",") if flags.FLAGS.outputs else None

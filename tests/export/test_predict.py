@@ -42,6 +42,9 @@ def test_columns_name_the_inputs_in_order(tmp_path):
     assert [t for _, t in _read(tmp_path, "pairs.jsonl", fields, columns=["a", "b"])] == EXAMPLES
     with pytest.raises(ValueError, match=r"1 column\(s\) \(a\) for the model's 2 input\(s\) \(text, text_b\)"):
         _read(tmp_path, "pairs.jsonl", fields, columns=["a"])
+    with pytest.raises(ValueError, match=r"--columns names the columns of a .csv, .tsv or .jsonl file; .*pairs.txt "
+                                         r"is a .txt file"):
+        _read(tmp_path, "pairs.txt", "a ||| b\n", columns=["a", "b"])
 
 
 def test_a_multiple_choice_model_reads_what_run_multiple_choice_reads(tmp_path, shared_data):
@@ -96,3 +99,17 @@ def test_an_export_dir_that_is_no_export_says_what_it_is(tmp_path):
     (tmp_path / "export" / "10" / "saved_model.pb").write_bytes(b"")
     assert resolve_version_dir(str(tmp_path / "export")) == str(tmp_path / "export" / "10")  # numerically latest
     assert resolve_version_dir(str(tmp_path / "export" / "10")) == str(tmp_path / "export" / "10")
+
+
+def test_the_command_line_gives_one_kind_of_input_and_columns_only_with_a_file():
+    from absl import app
+
+    from export.predict import check_inputs
+
+    check_inputs(["a text"], None, None, None)
+    check_inputs([], "in.csv", None, "review")
+    with pytest.raises(app.UsageError, match="pass one of texts, --input_file and --features_file, not texts and "
+                                             "--input_file"):
+        check_inputs(["a text"], "in.csv", None, None)
+    with pytest.raises(app.UsageError, match="--columns names the columns of an --input_file; pass one"):
+        check_inputs(["a text"], None, None, "review")
