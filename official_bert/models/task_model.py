@@ -30,10 +30,22 @@ class TaskModel(TextInputs, keras.Model):
         return None
 
     def compile(self, optimizer="adam", loss="auto", metrics="auto", **kwargs):
-        """`keras.Model.compile`, with "auto" meaning the model's own loss (and its loss weights) and metrics."""
+        """`keras.Model.compile`, with "auto" meaning the model's own loss (and its loss weights) and metrics.
+
+        Raises:
+            ValueError: a loss that reads the model's outputs as probabilities (a cross-entropy without
+                `from_logits=True`): the outputs are logits, and it would train on the wrong values.
+        """
         if loss == "auto":
             loss = self.default_loss()
             kwargs.setdefault("loss_weights", self.default_loss_weights())
+        for each in loss.values() if isinstance(loss, dict) else loss if isinstance(loss, (list, tuple)) else [loss]:
+            if _reads_probabilities(each):
+                shown = each if isinstance(each, str) else getattr(each, "__name__", type(each).__name__)
+                raise ValueError(f"{type(self).__name__} outputs logits, but the loss {shown!r} reads probabilities "
+                                 "(from_logits=False): pass its from_logits=True form (e.g. keras.losses."
+                                 "SparseCategoricalCrossentropy(from_logits=True)), or leave loss out for the "
+                                 "model's own")
         metrics = self.default_metrics() if metrics == "auto" else metrics
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
@@ -53,6 +65,19 @@ class TaskModel(TextInputs, keras.Model):
         # replicas; under MultiWorkerMirroredStrategy that reduce fails on a dict of inputs. Only the batch's shapes
         # and dtypes matter: this replica's share gives them (see `keras_compat`).
         keras_compat.symbolic_build_from_local_batch(self, super(), iterator=iterator, data_batch=data_batch)
+
+
+def _reads_probabilities(loss):
+    """Whether a Keras loss (a name, a function or a `keras.losses.Loss`) reads predictions as probabilities: a
+    cross-entropy without `from_logits=True`. Keras' loss functions and names take probabilities by default."""
+    if isinstance(loss, str):
+        try:
+            loss = keras.losses.get(loss)
+        except ValueError:  # not a Keras name: Keras' own compile says so
+            return False
+    if isinstance(loss, keras.losses.Loss):
+        return loss.get_config().get("from_logits") is False
+    return "crossentropy" in getattr(loss, "__name__", "")
 
 
 class RealTokenTraining:

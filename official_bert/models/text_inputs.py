@@ -1,8 +1,9 @@
 """TextInputs: a task model that takes raw strings, its preprocessor part of it (keras-hub's Task does the same).
 
 A task model built with a `Preprocessor` (`BertClassifier.from_pretrained(path, ...)`, or `preprocessor=` in its
-constructor) takes Python lists or NumPy arrays of strings in `fit`, `evaluate` and `predict` (a pair of texts as
-a tuple or dict of two arrays), or a `tf.data.Dataset` of strings: the preprocessor is mapped over a `tf.data`
+constructor) takes Python lists, NumPy arrays or pandas columns of strings in `fit`, `evaluate` and `predict`, the
+`*_on_batch` methods and a call (a pair of texts as a tuple or dict of two, or a DataFrame of two columns), or a
+`tf.data.Dataset` of strings in the first three: the preprocessor is mapped over a `tf.data`
 pipeline, outside the jit-compiled step (XLA has no string kernels), and the model runs on the packed ints as
 before. Packed int inputs still work as they always did; a tagger (`takes_words`) also takes sentences as lists
 of words. The preprocessor (its vocabulary inline), the label names, the text feature names and the task settings
@@ -25,26 +26,47 @@ DEFAULT_BATCH_SIZE = 32  # Keras' own default for arrays
 PAIR_FEATURES = ("text", "text_b")  # the serving input names of unnamed texts (a tuple), as GLUE's
 
 
+def _as_array(values):
+    """A pandas Series or Index (anything 1-D with `to_numpy`) as a NumPy array; anything else as it is. pandas'
+    own string dtype is not one Keras or TensorFlow reads."""
+    if not isinstance(values, np.ndarray) and hasattr(values, "to_numpy") and getattr(values, "ndim", None) == 1:
+        return values.to_numpy(dtype=object)
+    return values
+
+
 def _is_texts(values):
-    """Whether `values` (a list or array) holds strings."""
+    """Whether `values` (a list, array or pandas Series) holds strings; an empty 1-D array holds no examples of any
+    kind, and counts as texts (`text_segments` says it is empty)."""
+    values = _as_array(values)
     if isinstance(values, np.ndarray):
+        if values.ndim == 1 and values.size == 0:
+            return True
         return values.dtype.kind in "USO" and (values.dtype.kind != "O" or all(
             isinstance(v, (str, bytes)) for v in values.flat))
     return isinstance(values, list) and bool(values) and all(isinstance(v, (str, bytes)) for v in values)
+
+
+def _columns(x):
+    """A pandas DataFrame (anything 2-D with `columns`) as a dict of its columns; anything else as it is."""
+    if getattr(x, "ndim", None) == 2 and hasattr(x, "columns") and hasattr(x, "to_numpy"):
+        return {name: x[name] for name in x.columns}
+    return x
 
 
 def text_segments(x):
     """The texts of an in-memory `x`: `(names, [array of str per segment])`, or None when `x` holds no strings.
 
     Args:
-        x: a list or 1-D array of strings; a tuple of one or two of them (a pair: `("text", "text_b")`); or a dict
-            of one or two of them, its keys the names. Anything else (packed ints) is not text.
+        x: a list, 1-D array or pandas Series of strings; a tuple of one or two of them (a pair: `("text",
+            "text_b")`); or a dict (or pandas DataFrame) of one or two of them, its keys (columns) the names.
+            Anything else (packed ints) is not text.
     Raises:
         TypeError: a single string (a list of texts is expected).
-        ValueError: more than two texts per example, or texts of unequal counts.
+        ValueError: no examples, more than two texts per example, or texts of unequal counts.
     """
     if isinstance(x, (str, bytes)):
         raise TypeError(f"got the single string {x[:40]!r}; pass a list of texts")
+    x = _columns(x)
     if isinstance(x, dict) and x and all(_is_texts(v) for v in x.values()):
         names, parts = tuple(x), list(x.values())
     elif isinstance(x, tuple) and x and all(_is_texts(v) for v in x):
@@ -59,13 +81,15 @@ def text_segments(x):
     if len(counts) > 1:
         raise ValueError(f"the texts of a pair differ in count: {', '.join(map(str, names))} have "
                          f"{[len(part) for part in parts]}")
-    return names, [np.asarray(part, dtype=object) for part in parts]
+    if counts == {0}:
+        raise ValueError("got no examples (an empty batch of texts); pass at least one")
+    return names, [np.asarray(_as_array(part), dtype=object) for part in parts]
 
 
 def is_words(x):
-    """Whether `x` is sentences of words: a list (or array) of lists (or arrays) of str."""
+    """Whether `x` is sentences of words: a list (or array) of lists (tuples, arrays) of str."""
     return isinstance(x, (list, np.ndarray)) and len(x) > 0 and all(
-        isinstance(words, (list, np.ndarray)) and all(isinstance(word, str) for word in words) for words in x)
+        isinstance(words, (list, tuple, np.ndarray)) and all(isinstance(word, str) for word in words) for words in x)
 
 
 def _dataset_texts(spec):
@@ -203,12 +227,47 @@ class TextInputs:
         if self._is_words(x):
             module = importlib.import_module(TASK_MODELS)
             windows = module.word_windows(self, x)
+            if not len(windows):  # sentences of no words: nothing to run (Keras' predict fails on no batches)
+                return [np.zeros((0, self.num_labels), np.float32) for _ in x]
             return module.word_logits(windows, super().predict(self._windows_dataset(windows, batch_size), **kwargs))
         if text_segments(x) is not None:
             x, batch_size = self._text_dataset(x, batch_size=batch_size), None
         elif self._is_text_dataset(x):
             x = self._mapped(x)
         return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        """`keras.Model.__call__`; a batch of texts (see the class; not a `tf.data.Dataset`) is packed first, so
+        `model(["a text"])` gives the logits of `predict` as a tensor."""
+        if args and text_segments(args[0]) is not None:
+            args = (self._packed(args[0]),) + args[1:]
+        return super().__call__(*args, **kwargs)
+
+    def predict_on_batch(self, x):
+        """`keras.Model.predict_on_batch`, taking a batch of texts as `predict` does."""
+        return super().predict_on_batch(self._packed(x) if text_segments(x) is not None else x)
+
+    def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
+        """`keras.Model.train_on_batch`, taking a batch of texts and label names as `fit` does."""
+        if text_segments(x) is not None:
+            self._record_text_features(text_segments(x)[0])
+            x, y = self._packed(x), self.label_ids(y)
+        return super().train_on_batch(x, y, sample_weight=sample_weight, class_weight=class_weight,
+                                      return_dict=return_dict)
+
+    def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
+        """`keras.Model.test_on_batch`, taking a batch of texts and label names as `evaluate` does."""
+        if text_segments(x) is not None:
+            x, y = self._packed(x), self.label_ids(y)
+        return super().test_on_batch(x, y, sample_weight=sample_weight, return_dict=return_dict)
+
+    def _packed(self, x):
+        """A batch of texts (`text_segments`) packed by the preprocessor, eagerly: the encoder's dict of (batch,
+        seq_length) int32."""
+        import tensorflow as tf
+
+        self._check_preprocessor()
+        return self.preprocessor([tf.constant(part.tolist(), tf.string) for part in text_segments(x)[1]])
 
     def _check_preprocessor(self):
         if self.preprocessor is None:
@@ -228,6 +287,7 @@ class TextInputs:
     def label_ids(self, y):
         """`y` (one label per example, or per word) as label ids: strings become their index in `label_names`;
         anything else passes through."""
+        y = _as_array(y)
         if y is None or not _is_texts(y):
             return y
         if self.label_names is None:

@@ -31,6 +31,18 @@ def test_text_segments_refuses_what_is_not_a_batch_of_texts():
         text_segments((TEXTS, TEXTS[:3]))
 
 
+def test_text_segments_of_pandas_columns_and_of_no_examples():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"premise": TEXTS, "hypothesis": TEXTS[::-1]})  # pandas' own string dtype
+    names, parts = text_segments(frame)
+    assert names == ("premise", "hypothesis") and parts[1].tolist() == TEXTS[::-1] and parts[0].dtype == object
+    assert text_segments(frame["premise"])[1][0].tolist() == TEXTS
+    assert text_segments((frame["premise"], frame["hypothesis"]))[0] == ("text", "text_b")
+    for empty in (np.array([]), np.array([], dtype=object), frame["premise"][:0]):
+        with pytest.raises(ValueError, match=r"got no examples \(an empty batch of texts\); pass at least one"):
+            text_segments(empty)
+
+
 @pytest.fixture(scope="module")
 def classifier(tiny_checkpoint):
     """A 3-label classifier from the tiny checkpoint, preprocessor included (seq_length 16)."""
@@ -55,6 +67,34 @@ def test_fit_on_texts_and_string_labels_trains_and_predict_takes_texts(classifie
     packed = classifier.preprocessor([np.array(TEXTS)])  # the packed ints still work as before
     np.testing.assert_allclose(logits, classifier.predict(packed, verbose=0), atol=1e-6)
     loss, accuracy = classifier.evaluate(np.array(TEXTS), np.array(LABELS), verbose=0)
+    assert np.isfinite(loss) and 0 <= accuracy <= 1
+
+
+@pytest.mark.slow
+def test_calling_the_model_and_the_on_batch_methods_take_texts_and_label_names(classifier):
+    logits = classifier.predict(TEXTS, verbose=0)
+    np.testing.assert_allclose(classifier(TEXTS).numpy(), logits, atol=1e-6)  # model(texts), as Keras' model(x)
+    np.testing.assert_allclose(classifier.predict_on_batch(np.array(TEXTS)), logits, atol=1e-6)
+    loss, accuracy = classifier.test_on_batch(TEXTS, LABELS)
+    assert np.isfinite(loss) and 0 <= accuracy <= 1
+    before = [w.numpy().copy() for w in classifier.head.weights]
+    assert np.isfinite(classifier.train_on_batch(TEXTS, LABELS, return_dict=True)["loss"])
+    assert any(not np.array_equal(b, w.numpy()) for b, w in zip(before, classifier.head.weights))
+    with pytest.raises(TypeError, match="got the single string 'a dull film'; pass a list of texts"):
+        classifier("a dull film")
+    with pytest.raises(ValueError, match=r"got no examples \(an empty batch of texts\)"):
+        classifier.predict(np.array([]), verbose=0)
+
+
+@pytest.mark.slow
+def test_pandas_columns_of_texts_and_label_names(classifier):
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"review": TEXTS, "label": LABELS})
+    history = classifier.fit(frame["review"], frame["label"], batch_size=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    np.testing.assert_allclose(classifier.predict(frame["review"], verbose=0), classifier.predict(TEXTS, verbose=0),
+                               atol=1e-6)
+    loss, accuracy = classifier.evaluate(frame[["review"]], frame["label"], verbose=0)  # a one-column frame
     assert np.isfinite(loss) and 0 <= accuracy <= 1
 
 
@@ -194,6 +234,10 @@ def test_a_tagger_fits_on_sentences_of_words_and_predicts_each_words_logits(tagg
     assert np.isfinite(tagger.evaluate(SENTENCES, TAGS, verbose=0)).all()
     words = tagger.predict(SENTENCES, verbose=0)  # per sentence: (words, 5)
     assert [w.shape for w in words] == [(4, 5), (5, 5)]
+    # a sentence of no words has no logits (with others, or alone); a tuple of words is a sentence too
+    assert [w.shape for w in tagger.predict([[], SENTENCES[0]], verbose=0)] == [(0, 5), (4, 5)]
+    assert [w.shape for w in tagger.predict([[]], verbose=0)] == [(0, 5)]
+    np.testing.assert_allclose(tagger.predict([tuple(SENTENCES[0])], verbose=0)[0], words[0], atol=1e-6)
     # These words tokenize alone as in the sentence: each word's logits are the raw text's at its first piece.
     pieces = [len(tagger.preprocessor.tokenize(np.array(sentence)).to_list()[i]) for sentence in SENTENCES
               for i in range(len(sentence))]
