@@ -267,7 +267,15 @@ class TextInputs:
         import tensorflow as tf
 
         self._check_preprocessor()
-        return self.preprocessor([tf.constant(part.tolist(), tf.string) for part in text_segments(x)[1]])
+        parts = text_segments(x)[1]
+        self._report_truncated(parts)
+        return self.preprocessor([tf.constant(part.tolist(), tf.string) for part in parts])
+
+    def _report_truncated(self, parts):
+        """Warns when some texts (one or two arrays, the segments) do not fit the preprocessor's length."""
+        from official_bert.text.preprocessing import report_truncated
+
+        report_truncated(self.preprocessor, parts, "texts", f"seq_length={self.preprocessor.seq_length}")
 
     def _check_preprocessor(self):
         if self.preprocessor is None:
@@ -304,7 +312,9 @@ class TextInputs:
         import tensorflow as tf
 
         self._check_preprocessor()
-        texts = tuple(tf.constant(part.tolist(), tf.string) for part in text_segments(x)[1])  # each (examples,)
+        parts = text_segments(x)[1]
+        self._report_truncated(parts)
+        texts = tuple(tf.constant(part.tolist(), tf.string) for part in parts)  # each (examples,)
         if y is None and sample_weight is not None:
             raise ValueError("sample_weight needs labels (y)")
         parts = (texts,) + tuple(v for v in (self.label_ids(y), sample_weight) if v is not None)

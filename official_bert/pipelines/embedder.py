@@ -15,6 +15,7 @@ Examples:
 """
 
 import json
+import logging
 import os
 from typing import Optional, Sequence
 
@@ -25,6 +26,7 @@ from official_bert.families import check_sequence_length
 from official_bert.text import BertPackInputs
 
 DEFAULT_SEQ_LENGTH = 128
+logger = logging.getLogger(__name__)
 
 
 def masked_mean(sequence_output, input_mask):
@@ -35,13 +37,14 @@ def masked_mean(sequence_output, input_mask):
 
 
 def pack_texts(tokenizer, packer, texts, text_b=None):
-    """Tokenizes and packs a batch: the encoder's dict of int32 numpy arrays cut to the longest real row."""
+    """Tokenizes and packs a batch: `(inputs, truncated)`, the encoder's dict of int32 numpy arrays cut to the
+    longest real row, and a bool [batch] array, True where some piece did not fit."""
     segments = [tokenizer(tf.constant(list(texts), tf.string))]
     if text_b is not None:
         segments.append(tokenizer(tf.constant(list(text_b), tf.string)))
     inputs = {k: v.numpy() for k, v in packer(segments).items()}
     length = max(int(inputs["input_mask"].sum(axis=1).max()), 1)
-    return {k: v[:, :length] for k, v in inputs.items()}
+    return {k: v[:, :length] for k, v in inputs.items()}, packer.truncated(segments).numpy()
 
 
 class Embedder:
@@ -98,10 +101,14 @@ class Embedder:
         if text_b is not None and len(text_b) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(text_b)} text_b")
         hidden = self.encoder.config.hidden_size
-        vectors = [np.zeros((0, hidden), np.float32)]
+        vectors, cut = [np.zeros((0, hidden), np.float32)], 0
         for start in range(0, len(texts), self.batch_size):
             end = start + self.batch_size
-            inputs = pack_texts(self.tokenizer, self._packer, texts[start:end],
-                                None if text_b is None else list(text_b)[start:end])
+            inputs, truncated = pack_texts(self.tokenizer, self._packer, texts[start:end],
+                                           None if text_b is None else list(text_b)[start:end])
+            cut += int(truncated.sum())
             vectors.append(self._embed({k: tf.constant(v) for k, v in inputs.items()}).numpy())
+        if cut:  # as sentence-transformers cuts them at its max_seq_length, but said
+            logger.warning("%s of %s texts (%.1f%%) do not fit seq_length=%d and are cut, the longest text first",
+                           f"{cut:,}", f"{len(texts):,}", 100 * cut / len(texts), self.seq_length)
         return np.concatenate(vectors)

@@ -145,7 +145,6 @@ class FeatureExtractor:
         self._tokens = tokenizer.get_vocab()
         self._is_suffix = is_suffix_piece([t or "" for t in self._tokens])
         self._packer = BertPackInputs(self.seq_length, tokenizer.get_special_tokens_dict(), layout=layout)
-        self._num_special = (2, 4) if layout == "roberta" else (2, 3)  # special tokens of one text, of a pair
         model = layer_model(encoder)
         positions = list(self.positions)
 
@@ -184,7 +183,7 @@ class FeatureExtractor:
 
     def extract(self, texts: Sequence[str], text_b: Optional[Sequence[str]] = None) -> List[TextFeatures]:
         """The features of one batch of texts (or pairs), in order."""
-        inputs, truncated = self._pack(texts, text_b)
+        inputs, truncated = pack_texts(self.tokenizer, self._packer, texts, text_b)
         values = self.layer_values(inputs)  # (batch, seq, layers, hidden)
         result = []
         for row in range(len(texts)):
@@ -192,13 +191,6 @@ class FeatureExtractor:
             result.append(TextFeatures(tokens, combine_layers(vectors, self.combine), bool(truncated[row])))
         return result
 
-    def _pack(self, texts, text_b):
-        inputs = pack_texts(self.tokenizer, self._packer, texts, text_b)
-        budget = self.seq_length - self._num_special[text_b is not None]
-        lengths = self.tokenizer(tf.constant(list(texts), tf.string)).row_lengths().numpy()
-        if text_b is not None:
-            lengths = lengths + self.tokenizer(tf.constant(list(text_b), tf.string)).row_lengths().numpy()
-        return inputs, lengths > budget
 
     def extract_stream(self, examples: Iterable, log_every: int = 1000) -> Iterator[TextFeatures]:
         """Features of a stream of `(text, text_b or None)` examples, read and computed a batch at a time."""

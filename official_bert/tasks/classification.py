@@ -115,11 +115,11 @@ class ClassificationTask(Task):
         train = self.read_split("train")
         check_training_examples(train.source, len(train.text_a), len(train.text_a) + train.num_skipped,
                                 why="malformed rows skipped")
-        return train_batches(train.text_a, train.text_b, train.labels, context)
+        return train_batches(train.text_a, train.text_b, train.labels, context, train.source)
 
     def _predict(self, model, context, examples):
         """Class indices (or scores for regression) for `examples`."""
-        logits = predict_logits(model, context, examples.text_a, examples.text_b)  # (examples, num_classes)
+        logits = predict_logits(model, context, examples.text_a, examples.text_b, examples.source)  # (n, classes)
         return logits[:, 0] if logits.shape[-1] == 1 else np.argmax(logits, axis=-1)
 
     def evaluate(self, model, context):
@@ -154,7 +154,7 @@ class ClassificationTask(Task):
             logger.info("Wrote %d predictions to %s", len(predictions), path)
 
 
-def train_batches(text_a, text_b, labels, context):
+def train_batches(text_a, text_b, labels, context, source=""):
     """`Task.train_dataset`'s `(num_examples, make_dataset)` for classification examples.
 
     Args:
@@ -162,11 +162,17 @@ def train_batches(text_a, text_b, labels, context):
         text_b: the second texts, or None.
         labels: class indices (n,), scores (n,) or multi-hot rows (n, classes).
         context: the run's `RunContext`.
+        source: where they came from (a file or TFDS split), named in the warning about examples that do not fit.
     """
     from official_bert.data.classification_dataset import classification_dataset
     from official_bert.data.padding import training_length_multiple
 
+    from official_bert.text.preprocessing import report_truncated
+
     packer, config = context.text_preprocessor(), context.config
+    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []),
+                     f"training examples of {source}" if source else "training examples",
+                     f"--max_seq_length={config.max_seq_length}")
 
     def make_dataset(batch_size):
         return classification_dataset(text_a, text_b, labels, packer, batch_size, is_training=True,
@@ -175,10 +181,16 @@ def train_batches(text_a, text_b, labels, context):
     return len(text_a), make_dataset
 
 
-def predict_logits(model, context, text_a, text_b):
-    """The classifier's logits (n, num_classes) float32 for texts (and second texts, or None)."""
+def predict_logits(model, context, text_a, text_b, source=""):
+    """The classifier's logits (n, num_classes) float32 for texts (and second texts, or None), from `source` (a
+    file or TFDS split, named in the warning about examples that do not fit)."""
     from official_bert.data.classification_dataset import classification_dataset
+    from official_bert.text.preprocessing import report_truncated
 
-    dataset = classification_dataset(text_a, text_b, None, context.text_preprocessor(),
-                                     context.config.eval_batch_size, is_training=False)
+    packer = context.text_preprocessor()
+    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []),
+                     f"examples of {source}" if source else "examples",
+                     f"--max_seq_length={context.config.max_seq_length}")
+    dataset = classification_dataset(text_a, text_b, None, packer, context.config.eval_batch_size,
+                                     is_training=False)
     return model.predict(dataset, verbose=0)

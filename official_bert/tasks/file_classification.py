@@ -131,11 +131,11 @@ class FileClassificationTask(Task):
     def train_dataset(self, context):
         train = self.examples["train"]
         check_training_examples(train.source, len(train), len(train))
-        return train_batches(train.text_a, train.text_b, self.labels["train"], context)
+        return train_batches(train.text_a, train.text_b, self.labels["train"], context, train.source)
 
     def _logits(self, model, context, split):
         examples = self.examples[split]
-        return predict_logits(model, context, examples.text_a, examples.text_b)  # (n, num_classes)
+        return predict_logits(model, context, examples.text_a, examples.text_b, examples.source)  # (n, classes)
 
     def evaluate(self, model, context):
         """The eval file's metrics; with `tune_threshold`, tunes the threshold first and records it in task.json."""

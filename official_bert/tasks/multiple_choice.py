@@ -88,6 +88,7 @@ class MultipleChoiceTask(Task):
 
         train, packer, config = self.read_split("train"), context.text_preprocessor(), context.config
         check_training_examples(train.source, len(train), len(train), what="questions")
+        _report_truncated(train, packer, "training", config.max_seq_length)
 
         def make_dataset(batch_size):
             return multiple_choice_dataset(train.contexts, train.choices, train.labels, packer, batch_size,
@@ -100,7 +101,9 @@ class MultipleChoiceTask(Task):
         """(questions, max choices) logits; a missing choice's is `MASKED_LOGIT`."""
         from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
 
-        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, context.text_preprocessor(),
+        packer = context.text_preprocessor()
+        _report_truncated(examples, packer, "", context.config.max_seq_length)
+        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, packer,
                                           context.config.eval_batch_size, is_training=False)
         return model.predict(dataset, verbose=0)
 
@@ -125,3 +128,16 @@ class MultipleChoiceTask(Task):
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(f"{int(p)}\n" for p in predictions)
         logger.info("Wrote %d predicted choices to %s", len(predictions), path)
+
+
+def _report_truncated(examples, packer, kind, max_seq_length):
+    """Warns when some (context, choice) pairs of `examples` do not fit `max_seq_length` (`report_truncated`).
+
+    Args:
+        examples: the `MultipleChoiceExamples`; packer: the run's `Preprocessor`; kind: "training" or "".
+    """
+    from official_bert.text.preprocessing import report_truncated
+
+    pairs = [(context, choice) for context, choices in zip(examples.contexts, examples.choices) for choice in choices]
+    what = " ".join(filter(None, [kind, "context-choice pairs of", examples.source]))
+    report_truncated(packer, [[c for c, _ in pairs], [c for _, c in pairs]], what, f"--max_seq_length={max_seq_length}")

@@ -81,6 +81,21 @@ class Preprocessor(keras.layers.Layer):
         """Tokenizes and packs a list of one or two [batch] string Tensors: `(inputs, truncated)`."""
         return self.pack_tokens([self.tokenize(t) for t in texts])
 
+    def count_truncated(self, texts, batch_size=4096):
+        """How many examples packing cuts, counted eagerly a batch at a time (the tokenizer's cost only).
+
+        Args:
+            texts: one or two equal-length sequences of strings (the segments of each example).
+            batch_size: examples tokenized at once.
+        """
+        import tensorflow as tf
+
+        count = 0
+        for start in range(0, len(texts[0]), batch_size):
+            segments = [self.tokenize(tf.constant(list(part[start:start + batch_size]), tf.string)) for part in texts]
+            count += int(tf.math.count_nonzero(self.packer.truncated(segments)))
+        return count
+
     def call(self, inputs):
         texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if not 1 <= len(texts) <= 2:
@@ -94,6 +109,23 @@ class Preprocessor(keras.layers.Layer):
     @classmethod
     def from_config(cls, config):
         return cls(**{**config, "tokenizer": deserialize_tokenizer(config["tokenizer"])})
+
+
+def report_truncated(preprocessor, texts, what, limit):
+    """Logs a warning when some examples do not fit the preprocessor's length (packing cuts them, the longest text
+    first), and returns how many.
+
+    Args:
+        preprocessor: the `Preprocessor` that packs them.
+        texts: one or two equal-length sequences of strings (the segments of each example).
+        what: the examples, in words ("train examples", "texts").
+        limit: the setting that sets the length, in words ("--max_seq_length=128").
+    """
+    count, total = preprocessor.count_truncated(texts), len(texts[0])
+    if count:
+        logger.warning("%s of %s %s (%.1f%%) do not fit %s and are cut, the longest text first", f"{count:,}",
+                       f"{total:,}", what, 100 * count / total, limit)
+    return count
 
 
 @dataclasses.dataclass

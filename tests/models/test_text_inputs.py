@@ -87,6 +87,21 @@ def test_calling_the_model_and_the_on_batch_methods_take_texts_and_label_names(c
 
 
 @pytest.mark.slow
+def test_texts_that_do_not_fit_are_counted_in_a_warning(classifier, caplog):
+    import logging
+
+    long_text = " ".join(["film"] * 20)  # 20 pieces: the classifier packs 16, special tokens included
+    with caplog.at_level(logging.WARNING, logger="official_bert.text.preprocessing"):
+        classifier.predict(TEXTS, verbose=0)
+        classifier(TEXTS)
+        assert caplog.messages == []
+        classifier.predict(TEXTS + [long_text], verbose=0)
+        classifier([long_text])
+    assert caplog.messages == ["1 of 5 texts (20.0%) do not fit seq_length=16 and are cut, the longest text first",
+                               "1 of 1 texts (100.0%) do not fit seq_length=16 and are cut, the longest text first"]
+
+
+@pytest.mark.slow
 def test_pandas_columns_of_texts_and_label_names(classifier):
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"review": TEXTS, "label": LABELS})

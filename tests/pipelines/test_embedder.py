@@ -53,3 +53,15 @@ def test_top_level_export_and_bad_input(embedder):
         embedder("one string")
     with pytest.raises(ValueError, match="text_b"):
         embedder(["a", "b"], ["c"])
+
+
+def test_texts_cut_at_seq_length_are_counted_in_a_warning(embedder, caplog):
+    """sentence-transformers cuts at its max_seq_length (256 here) without a word; the Embedder says how many."""
+    import logging
+
+    long_text = "word " * 300  # 300 pieces
+    with caplog.at_level(logging.WARNING, logger="official_bert.pipelines.embedder"):
+        embedder(["a short text", "another one"])
+        assert caplog.messages == []
+        embedder(["a short text", long_text, long_text])
+    assert caplog.messages == ["2 of 3 texts (66.7%) do not fit seq_length=256 and are cut, the longest text first"]

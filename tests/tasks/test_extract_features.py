@@ -92,7 +92,7 @@ def _direct(extractor, text, text_b):
     """[embeddings, block 1..6] (7, seq, hidden) of one example, from the encoder called directly, and its ids."""
     from official_bert.pipelines.embedder import pack_texts
 
-    inputs = pack_texts(extractor.tokenizer, extractor._packer, [text], None if text_b is None else [text_b])
+    inputs, _ = pack_texts(extractor.tokenizer, extractor._packer, [text], None if text_b is None else [text_b])
     inputs = {k: tf.constant(v) for k, v in inputs.items()}
     encoder = extractor.encoder
     outputs = encoder(inputs, training=False)

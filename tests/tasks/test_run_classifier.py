@@ -72,6 +72,28 @@ def test_train_evaluate_predict(shared_data, mrpc_run, tmp_path):
     assert (tmp_path / "again" / "model.weights.h5").is_file()
 
 
+def test_examples_that_do_not_fit_are_counted_as_the_tokenizers_library_counts_them(shared_data, tiny_checkpoint,
+                                                                                    mrpc_run):
+    """At --max_seq_length=32 most MRPC pairs are cut: each split's count is logged, equal to the pairs whose
+    pieces (the `tokenizers` library's WordPiece on the same vocab) exceed 32 less [CLS] and two [SEP]."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from official_bert.data.glue import glue_file_path, read_glue_tsv
+    from official_bert.data.glue_tasks import get_glue_task
+
+    tokenizer = tokenizers.BertWordPieceTokenizer(str(tiny_checkpoint / "vocab.txt"), lowercase=True)
+    task, data_dir = get_glue_task("MRPC"), str(shared_data / "glue" / "MRPC")
+    for split, what in (("train", "training examples"), ("dev", "examples"), ("test", "examples")):
+        path = glue_file_path(task, data_dir, split)
+        examples = read_glue_tsv(task, path, split)
+        pieces = [len(tokenizer.encode(a, b, add_special_tokens=False).ids)
+                  for a, b in zip(examples.text_a, examples.text_b)]
+        cut, total = sum(n > 32 - 3 for n in pieces), len(pieces)
+        assert 0 < cut < total
+        line = (f"{cut:,} of {total:,} {what} of {path} ({100 * cut / total:.1f}%) do not fit --max_seq_length=32 "
+                "and are cut, the longest text first")
+        assert line in mrpc_run[1].stderr, (line, mrpc_run[1].stderr[-3000:])
+
+
 def test_a_different_run_in_the_same_model_dir_is_refused(shared_data, tiny_checkpoint, mrpc_run, tmp_path):
     model_dir = mrpc_run[0]  # trained with --max_seq_length=32
     result = _forked(_args(shared_data, tiny_checkpoint, model_dir, "--max_seq_length=48"), tmp_path / "out")

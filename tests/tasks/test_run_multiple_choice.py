@@ -102,6 +102,28 @@ def test_train_evaluate_predict_on_the_swag_sample_then_predict_a_test_csv(runs)
     assert (output_dir / "predictions" / "predictions.txt").read_text().splitlines() == predictions[:3]
 
 
+def test_pairs_that_do_not_fit_are_counted_as_the_tokenizers_library_counts_them(runs, shared_data,
+                                                                                 tiny_checkpoint):
+    """At --max_seq_length=32 some (context, choice) pairs of the SWAG sample are cut: the training, eval and
+    predict counts are logged, equal to the pairs whose pieces (the `tokenizers` library's WordPiece) exceed
+    32 - 3."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from official_bert.data.multiple_choice import read_multiple_choice
+
+    sample = shared_data / "swag" / "sample.jsonl"
+    examples = read_multiple_choice(str(sample))
+    tokenizer = tokenizers.BertWordPieceTokenizer(str(tiny_checkpoint / "vocab.txt"), lowercase=True)
+    pieces = [len(tokenizer.encode(context, choice, add_special_tokens=False).ids)
+              for context, choices in zip(examples.contexts, examples.choices) for choice in choices]
+    cut, total = sum(n > 32 - 3 for n in pieces), len(pieces)
+    assert 0 < cut < total
+    stderr = runs[0]["swag"].stderr
+    for what in ("training context-choice pairs", "context-choice pairs"):
+        line = (f"{cut:,} of {total:,} {what} of {sample} ({100 * cut / total:.1f}%) do not fit "
+                "--max_seq_length=32 and are cut, the longest text first")
+        assert stderr.count(line) == (1 if what.startswith("training") else 2), (line, stderr[-3000:])
+
+
 def test_questions_with_different_numbers_of_choices_train_and_evaluate(runs):
     _ok(runs[0]["generic"])
     model_dir = runs[1] / "generic"
