@@ -15,7 +15,6 @@ Examples:
 """
 
 import json
-import logging
 import os
 from typing import Optional, Sequence
 
@@ -24,9 +23,9 @@ import tensorflow as tf
 
 from official_bert.families import check_sequence_length
 from official_bert.text import BertPackInputs
+from official_bert.text.preprocessing import warn_truncated
 
 DEFAULT_SEQ_LENGTH = 128
-logger = logging.getLogger(__name__)
 
 
 def masked_mean(sequence_output, input_mask):
@@ -108,7 +107,5 @@ class Embedder:
                                            None if text_b is None else list(text_b)[start:end])
             cut += int(truncated.sum())
             vectors.append(self._embed({k: tf.constant(v) for k, v in inputs.items()}).numpy())
-        if cut:  # as sentence-transformers cuts them at its max_seq_length, but said
-            logger.warning("%s of %s texts (%.1f%%) do not fit seq_length=%d and are cut, the longest text first",
-                           f"{cut:,}", f"{len(texts):,}", 100 * cut / len(texts), self.seq_length)
+        warn_truncated(cut, len(texts), "texts", f"seq_length={self.seq_length}")  # (sentence-transformers: unsaid)
         return np.concatenate(vectors)

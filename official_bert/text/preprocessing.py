@@ -121,11 +121,17 @@ def report_truncated(preprocessor, texts, what, limit):
         what: the examples, in words ("train examples", "texts").
         limit: the setting that sets the length, in words ("--max_seq_length=128").
     """
-    count, total = preprocessor.count_truncated(texts), len(texts[0])
+    count = preprocessor.count_truncated(texts)
+    warn_truncated(count, len(texts[0]), what, limit)
+    return count
+
+
+def warn_truncated(count, total, what, limit):
+    """Logs a warning that `count` of `total` examples do not fit `limit` and are cut, when `count` > 0 (see
+    `report_truncated`)."""
     if count:
         logger.warning("%s of %s %s (%.1f%%) do not fit %s and are cut, the longest text first", f"{count:,}",
                        f"{total:,}", what, 100 * count / total, limit)
-    return count
 
 
 @dataclasses.dataclass

@@ -60,7 +60,7 @@ def test_texts_cut_at_seq_length_are_counted_in_a_warning(embedder, caplog):
     import logging
 
     long_text = "word " * 300  # 300 pieces
-    with caplog.at_level(logging.WARNING, logger="official_bert.pipelines.embedder"):
+    with caplog.at_level(logging.WARNING, logger="official_bert.text.preprocessing"):
         embedder(["a short text", "another one"])
         assert caplog.messages == []
         embedder(["a short text", long_text, long_text])
