@@ -189,4 +189,7 @@ def open_checkpoint(path: str) -> CheckpointReader:
             "bert_config.json)")
     if os.path.isfile(path + ".index"):
         return _open_google(path, _google_config(os.path.dirname(path)))
-    raise FileNotFoundError(f"{path}: not a checkpoint directory or TF checkpoint prefix")
+    if os.path.isfile(path):
+        raise FileNotFoundError(f"{path}: a file, not a checkpoint directory or TF checkpoint prefix; pass the "
+                                f"directory that holds it ({os.path.dirname(path) or '.'})")
+    raise FileNotFoundError(f"{path}: no such directory, nor a TF checkpoint prefix ({path}.index)")

@@ -84,3 +84,16 @@ def test_a_corrupt_google_checkpoint_is_named(tmp_path):
     with pytest.raises(ValueError, match=rf"{prefix}: cannot read the TF checkpoint \({prefix}\.index \+ "
                                          rf"{prefix}\.data-\*\): file is too short to be an sstable"):
         open_checkpoint(tmp_path)
+
+
+def test_a_path_that_is_no_checkpoint_says_what_it_is(minilm_dir, tmp_path):
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path / 'MiniLM-v3'}: no such directory, nor a TF "
+                                                          f"checkpoint prefix ({tmp_path / 'MiniLM-v3'}.index)")):
+        open_checkpoint(tmp_path / "MiniLM-v3")
+    config = minilm_dir / "config.json"
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{config}: a file, not a checkpoint directory or TF "
+                                                          f"checkpoint prefix; pass the directory that holds it "
+                                                          f"({minilm_dir})")):
+        open_checkpoint(config)
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path}: no BERT checkpoint found")):
+        open_checkpoint(tmp_path)
