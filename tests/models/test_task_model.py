@@ -10,7 +10,7 @@ PROBABILITY_LOSSES = ["sparse_categorical_crossentropy", "bce", keras.losses.cat
                       keras.losses.SparseCategoricalCrossentropy(), keras.losses.BinaryFocalCrossentropy()]
 
 
-@pytest.mark.parametrize("loss", PROBABILITY_LOSSES, ids=lambda loss: getattr(loss, "__name__", str(loss)))
+@pytest.mark.parametrize("loss", PROBABILITY_LOSSES, ids=["name", "alias", "function", "Loss", "focal_Loss"])
 def test_a_cross_entropy_over_probabilities_is_refused_in_one_line(tiny_config, loss):
     model = BertClassifier(BertEncoder(tiny_config), num_classes=3)
     with pytest.raises(ValueError, match=r"^BertClassifier outputs logits, but the loss '\w+' reads probabilities "
