@@ -296,7 +296,7 @@ class TextInputs:
         """`y` (one label per example, or per word) as label ids: strings become their index in `label_names`;
         anything else passes through."""
         y = _as_array(y)
-        if y is None or not _is_texts(y):
+        if y is None or not _is_texts(y) or not len(y):
             return y
         if self.label_names is None:
             raise ValueError(f"got string labels (e.g. {y[0]!r}), but {type(self).__name__} has no label_names; "

@@ -146,5 +146,5 @@ def test_directories_without_a_usable_checkpoint(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
     with pytest.raises(ValueError, match="only pytorch_model.bin found"):
         load_encoder(tmp_path)
-    with pytest.raises(FileNotFoundError, match="not a checkpoint"):
+    with pytest.raises(FileNotFoundError, match="missing: no such directory, nor a TF checkpoint prefix"):
         load_encoder(tmp_path / "missing")
