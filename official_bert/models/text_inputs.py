@@ -249,8 +249,9 @@ class TextInputs:
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """`keras.Model.train_on_batch`, taking a batch of texts and label names as `fit` does."""
-        if text_segments(x) is not None:
-            self._record_text_features(text_segments(x)[0])
+        segments = text_segments(x)
+        if segments is not None:
+            self._record_text_features(segments[0])
             x, y = self._packed(x), self.label_ids(y)
         return super().train_on_batch(x, y, sample_weight=sample_weight, class_weight=class_weight,
                                       return_dict=return_dict)
@@ -267,15 +268,15 @@ class TextInputs:
         import tensorflow as tf
 
         self._check_preprocessor()
-        parts = text_segments(x)[1]
-        self._report_truncated(parts)
-        return self.preprocessor([tf.constant(part.tolist(), tf.string) for part in parts])
+        segments = text_segments(x)[1]
+        self._report_truncated(segments)
+        return self.preprocessor([tf.constant(segment.tolist(), tf.string) for segment in segments])
 
-    def _report_truncated(self, parts):
+    def _report_truncated(self, segments):
         """Warns when some texts (one or two arrays, the segments) do not fit the preprocessor's length."""
         from official_bert.text.preprocessing import report_truncated
 
-        report_truncated(self.preprocessor, parts, "texts", f"seq_length={self.preprocessor.seq_length}")
+        report_truncated(self.preprocessor, segments, "texts", f"seq_length={self.preprocessor.seq_length}")
 
     def _check_preprocessor(self):
         if self.preprocessor is None:
@@ -312,9 +313,9 @@ class TextInputs:
         import tensorflow as tf
 
         self._check_preprocessor()
-        parts = text_segments(x)[1]
-        self._report_truncated(parts)
-        texts = tuple(tf.constant(part.tolist(), tf.string) for part in parts)  # each (examples,)
+        segments = text_segments(x)[1]
+        self._report_truncated(segments)
+        texts = tuple(tf.constant(segment.tolist(), tf.string) for segment in segments)  # each (examples,)
         if y is None and sample_weight is not None:
             raise ValueError("sample_weight needs labels (y)")
         parts = (texts,) + tuple(v for v in (self.label_ids(y), sample_weight) if v is not None)
