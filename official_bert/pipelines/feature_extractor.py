@@ -191,7 +191,6 @@ class FeatureExtractor:
             result.append(TextFeatures(tokens, combine_layers(vectors, self.combine), bool(truncated[row])))
         return result
 
-
     def extract_stream(self, examples: Iterable, log_every: int = 1000) -> Iterator[TextFeatures]:
         """Features of a stream of `(text, text_b or None)` examples, read and computed a batch at a time."""
         done = 0
