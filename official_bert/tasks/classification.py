@@ -183,14 +183,15 @@ def train_batches(text_a, text_b, labels, context, source=""):
 
 def predict_logits(model, context, text_a, text_b, source=""):
     """The classifier's logits (n, num_classes) float32 for texts (and second texts, or None), from `source` (a
-    file or TFDS split, named in the warning about examples that do not fit)."""
+    file or TFDS split, named in the warning about examples that do not fit). Each batch is cut to its longest
+    example (rounded up to `XLA_LENGTH_MULTIPLE` under XLA), as in training: the [CLS] logits do not change (up to
+    float rounding) and short texts no longer pay for --max_seq_length."""
     from official_bert.data.classification_dataset import classification_dataset
+    from official_bert.data.padding import training_length_multiple, trim_batch_padding
     from official_bert.text.preprocessing import report_truncated
 
-    packer = context.text_preprocessor()
+    packer, config = context.text_preprocessor(), context.config
     report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []),
-                     f"examples of {source}" if source else "examples",
-                     f"--max_seq_length={context.config.max_seq_length}")
-    dataset = classification_dataset(text_a, text_b, None, packer, context.config.eval_batch_size,
-                                     is_training=False)
-    return model.predict(dataset, verbose=0)
+                     f"examples of {source}" if source else "examples", f"--max_seq_length={config.max_seq_length}")
+    dataset = classification_dataset(text_a, text_b, None, packer, config.eval_batch_size, is_training=False)
+    return model.predict(trim_batch_padding(dataset, training_length_multiple(config.uses_xla())), verbose=0)

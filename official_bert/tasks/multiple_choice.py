@@ -98,14 +98,20 @@ class MultipleChoiceTask(Task):
         return len(train), make_dataset
 
     def _logits(self, model, context, examples):
-        """(questions, max choices) logits; a missing choice's is `MASKED_LOGIT`."""
-        from official_bert.data.multiple_choice_dataset import multiple_choice_dataset
+        """(questions, max choices) logits; a missing choice's is `MASKED_LOGIT`. Each batch is cut to its longest
+        pair, as in training (`trim_choice_padding`)."""
+        import tensorflow as tf
 
-        packer = context.text_preprocessor()
-        _report_truncated(examples, packer, "", context.config.max_seq_length)
-        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, packer,
-                                          context.config.eval_batch_size, is_training=False)
-        return model.predict(dataset, verbose=0)
+        from official_bert.data.multiple_choice_dataset import multiple_choice_dataset, trim_choice_padding
+        from official_bert.data.padding import training_length_multiple
+
+        packer, config = context.text_preprocessor(), context.config
+        _report_truncated(examples, packer, "", config.max_seq_length)
+        dataset = multiple_choice_dataset(examples.contexts, examples.choices, None, packer, config.eval_batch_size,
+                                          is_training=False)
+        multiple = training_length_multiple(config.uses_xla())
+        trim = tf.autograph.experimental.do_not_convert(lambda inputs: trim_choice_padding(inputs, multiple))
+        return model.predict(dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True), verbose=0)
 
     def evaluate(self, model, context):
         """Accuracy on the dev split, with the chance level (mean of 1 / choices) beside it."""
