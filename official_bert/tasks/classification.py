@@ -166,7 +166,6 @@ def train_batches(text_a, text_b, labels, context, source=""):
     """
     from official_bert.data.classification_dataset import classification_dataset
     from official_bert.data.padding import training_length_multiple
-
     from official_bert.text.preprocessing import report_truncated
 
     packer, config = context.text_preprocessor(), context.config
