@@ -169,9 +169,8 @@ def train_batches(text_a, text_b, labels, context, source=""):
     from official_bert.text.preprocessing import report_truncated
 
     packer, config = context.text_preprocessor(), context.config
-    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []),
-                     f"training examples of {source}" if source else "training examples",
-                     f"--max_seq_length={config.max_seq_length}")
+    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []), "training examples",
+                     f"--max_seq_length={config.max_seq_length}", source)
 
     def make_dataset(batch_size):
         return classification_dataset(text_a, text_b, labels, packer, batch_size, is_training=True,
@@ -190,7 +189,7 @@ def predict_logits(model, context, text_a, text_b, source=""):
     from official_bert.text.preprocessing import report_truncated
 
     packer, config = context.text_preprocessor(), context.config
-    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []),
-                     f"examples of {source}" if source else "examples", f"--max_seq_length={config.max_seq_length}")
+    report_truncated(packer, [text_a] + ([text_b] if text_b is not None else []), "examples",
+                     f"--max_seq_length={config.max_seq_length}", source)
     dataset = classification_dataset(text_a, text_b, None, packer, config.eval_batch_size, is_training=False)
     return model.predict(trim_batch_padding(dataset, training_length_multiple(config.uses_xla())), verbose=0)

@@ -145,5 +145,5 @@ def _report_truncated(examples, packer, kind, max_seq_length):
     from official_bert.text.preprocessing import report_truncated
 
     pairs = [(context, choice) for context, choices in zip(examples.contexts, examples.choices) for choice in choices]
-    what = f"{kind} context-choice pairs".strip() + (f" of {examples.source}" if examples.source else "")
-    report_truncated(packer, [[c for c, _ in pairs], [c for _, c in pairs]], what, f"--max_seq_length={max_seq_length}")
+    report_truncated(packer, [[c for c, _ in pairs], [c for _, c in pairs]], f"{kind} context-choice pairs".strip(),
+                     f"--max_seq_length={max_seq_length}", examples.source)

@@ -111,18 +111,19 @@ class Preprocessor(keras.layers.Layer):
         return cls(**{**config, "tokenizer": deserialize_tokenizer(config["tokenizer"])})
 
 
-def report_truncated(preprocessor, texts, what, limit):
+def report_truncated(preprocessor, texts, what, limit, source=""):
     """Logs a warning when some examples do not fit the preprocessor's length (packing cuts them, the longest text
     first), and returns how many.
 
     Args:
         preprocessor: the `Preprocessor` that packs them.
         texts: one or two equal-length sequences of strings (the segments of each example).
-        what: the examples, in words ("train examples", "texts").
+        what: the examples, in words ("training examples", "texts").
         limit: the setting that sets the length, in words ("--max_seq_length=128").
+        source: where they came from (a file or TFDS split), named after `what` when given.
     """
     count = preprocessor.count_truncated(texts)
-    warn_truncated(count, len(texts[0]), what, limit)
+    warn_truncated(count, len(texts[0]), f"{what} of {source}" if source else what, limit)
     return count
 
 
