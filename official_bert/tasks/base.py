@@ -6,7 +6,9 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 `run(task, config)`.
 """
 
-from official_bert import model_dir
+import os
+
+from official_bert import model_dir, owned_files
 # (tasks import the tokenizer kinds from here)
 from official_bert.tokenizer_kinds import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401
 
@@ -40,6 +42,18 @@ def checked_steps_per_loop(steps_per_loop):
     if steps_per_loop < 1:
         raise ValueError(f"--steps_per_loop must be at least 1, got {steps_per_loop}")
     return steps_per_loop
+
+
+def predictions_path(results_dir, file_name):
+    """The path of `file_name` in `results_dir/predictions/`, a folder it records as official-bert's and makes.
+
+    Args:
+        results_dir: where the run writes results (`RunContext.results_dir`).
+        file_name: the prediction file's name.
+    """
+    folder = owned_files.claim(results_dir, "predictions")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, file_name)
 
 
 class Task:

@@ -2,13 +2,11 @@
 the runner."""
 
 import logging
-import os
 
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert import owned_files
-from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples, predictions_path
 
 logger = logging.getLogger(__name__)
 
@@ -141,11 +139,10 @@ class ClassificationTask(Task):
     def predict(self, model, context):
         """GLUE submission TSVs (`index`, `prediction`) for every test split, in `predictions/`."""
         task = self.glue_task
-        os.makedirs(owned_files.claim(context.results_dir, "predictions"), exist_ok=True)
         for split in task.test_splits:
             examples = self.read_split(split)
             predictions = self._predict(model, context, examples)
-            path = os.path.join(context.results_dir, "predictions", f"{_SUBMISSION_NAMES.get(split, task.name)}.tsv")
+            path = predictions_path(context.results_dir, f"{_SUBMISSION_NAMES.get(split, task.name)}.tsv")
             with open(path, "w", encoding="utf-8") as f:
                 f.write("index\tprediction\n")
                 for index, prediction in zip(examples.ids, predictions):

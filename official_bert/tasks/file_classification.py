@@ -7,10 +7,9 @@ import os
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert import owned_files
 from official_bert.data.labeled_text_files import Columns, check_new_columns, read_labeled_texts, write_with_columns
 from official_bert.data.text_labels import LabelScheme
-from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples, predictions_path
 from official_bert.tasks.classification import predict_logits, train_batches
 
 logger = logging.getLogger(__name__)
@@ -185,8 +184,7 @@ class FileClassificationTask(Task):
             added = {"predicted_label": [names[j] for j in best],
                      "probability": [round(float(p), 6) for p in probabilities[np.arange(len(best)), best]]}
         test = self.examples["test"]
-        os.makedirs(owned_files.claim(context.results_dir, "predictions"), exist_ok=True)
-        path = os.path.join(context.results_dir, "predictions", os.path.basename(test.source))
+        path = predictions_path(context.results_dir, os.path.basename(test.source))
         write_with_columns(test, path, added)
         logger.info("Wrote %d predictions to %s", len(test), path)
 

@@ -1,13 +1,11 @@
 """MultipleChoiceTask: SWAG-style multiple choice (a context, several choices, one right) for the runner."""
 
 import logging
-import os
 
 import numpy as np
 
 from official_bert import model_dir as model_dirs
-from official_bert import owned_files
-from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples, predictions_path
 
 logger = logging.getLogger(__name__)
 
@@ -129,8 +127,7 @@ class MultipleChoiceTask(Task):
         predict file's order."""
         examples = self.read_split("test")
         predictions = np.argmax(self._logits(model, context, examples), axis=-1) if len(examples) else []
-        path = os.path.join(owned_files.claim(context.results_dir, "predictions"), PREDICTIONS_FILE)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = predictions_path(context.results_dir, PREDICTIONS_FILE)
         with open(path, "w", encoding="utf-8") as f:
             f.writelines(f"{int(p)}\n" for p in predictions)
         logger.info("Wrote %d predicted choices to %s", len(predictions), path)

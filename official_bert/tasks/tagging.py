@@ -5,8 +5,7 @@ import logging
 import os
 
 from official_bert import model_dir as model_dirs
-from official_bert import owned_files
-from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples
+from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples, predictions_path
 from official_bert.text_files import read_lines
 
 logger = logging.getLogger(__name__)
@@ -173,8 +172,7 @@ class TaggingTask(Task):
             self._write_text_predictions(tagger, context.results_dir)
 
     def _write_split_predictions(self, tagger, out_dir):
-        path = os.path.join(owned_files.claim(out_dir, "predictions"), f"{self.eval_split}.txt")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = predictions_path(out_dir, f"{self.eval_split}.txt")
         predicted = self._predicted_tags(tagger)
         with open(path, "w", encoding="utf-8") as f:
             for words, gold, tags in zip(self.examples.words, self.examples.tags, predicted):
@@ -185,8 +183,7 @@ class TaggingTask(Task):
     def _write_text_predictions(self, tagger, out_dir):
         texts = self._predict_texts()
         name = os.path.splitext(os.path.basename(self.predict_text_file))[0]
-        path = os.path.join(owned_files.claim(out_dir, "predictions"), f"{name}.jsonl")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = predictions_path(out_dir, f"{name}.jsonl")
         with open(path, "w", encoding="utf-8") as f:
             for text, entities in zip(texts, tagger(texts)):
                 f.write(json.dumps({"text": text, "entities": entities}, ensure_ascii=False) + "\n")

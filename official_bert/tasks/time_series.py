@@ -9,7 +9,7 @@ import numpy as np
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
 from official_bert.task_kinds import TIME_SERIES
-from official_bert.tasks.base import Task, check_training_examples, checked_steps_per_loop
+from official_bert.tasks.base import Task, check_training_examples, checked_steps_per_loop, predictions_path
 
 logger = logging.getLogger(__name__)
 
@@ -212,8 +212,7 @@ class TimeSeriesClassificationTask(Task):
         probability, in the test file's order."""
         examples, names = self.read_split("test"), self._info["label_names"]
         probabilities = self._probabilities(model, context, examples)
-        path = os.path.join(owned_files.claim(context.results_dir, "predictions"), PREDICTIONS_FILE)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        path = predictions_path(context.results_dir, PREDICTIONS_FILE)
         with open(path, "w", encoding="utf-8") as f:
             f.write("\t".join(["index", "label"] + [f"probability_{name}" for name in names]) + "\n")
             for i, row in enumerate(probabilities):
