@@ -131,19 +131,17 @@ class AdamW(_DenseClippedGradients, keras.optimizers.AdamW):
         return self._keras_ops_update(gradient, variable, learning_rate)
 
     def _keras_ops_update(self, gradient, variable, learning_rate):
-        """The Adam update (without weight decay) in Keras ops, one op at a time."""
+        """The Adam update (without weight decay) in Keras ops (`_adamw_values` with keep = 1), assigned op by op."""
         ops = keras.ops
         dtype = variable.dtype
-        gradient = ops.cast(gradient, dtype)
         step = ops.cast(self.iterations + 1, dtype)
-        beta_1_correction = 1 - ops.power(ops.cast(self.beta_1, dtype), step)
-        beta_2_correction = 1 - ops.power(ops.cast(self.beta_2, dtype), step)
+        beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
         m, v = keras_compat.adam_moments(self, variable)
-        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
-        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-        m_hat = ops.divide(m, beta_1_correction)
-        denominator = ops.add(ops.sqrt(ops.divide(v, beta_2_correction)), ops.cast(self.epsilon, dtype))
-        self.assign_sub(variable, ops.multiply(ops.cast(learning_rate, dtype), ops.divide(m_hat, denominator)))
+        values = _adamw_values(variable, m, v, ops.cast(gradient, dtype), ops.cast(learning_rate, dtype),
+                               ops.ones([], dtype), 1 - beta_1, 1 - beta_2, 1 - ops.power(beta_1, step),
+                               1 - ops.power(beta_2, step), ops.cast(self.epsilon, dtype))
+        for target, value in zip((variable, m, v), values):
+            self.assign(target, value)
 
     def _fused_tensorflow_update(self, gradient, variable, learning_rate):
         """`update_step` after Keras' weight decay (`variable -= lr * weight_decay * variable`, where
@@ -227,13 +225,11 @@ def _adamw_values(variable, m, v, gradient, learning_rate, keep, m_rate, v_rate,
     Returns:
         (the variable's next value, m's, v's).
     """
-    import tensorflow as tf
-
-    m_next = m + (gradient - m) * m_rate
-    v_next = v + (tf.square(gradient) - v) * v_rate
+    m_next = m + (gradient - m) * m_rate  # operators: TensorFlow tensors in the kernel, Keras variables outside
+    v_next = v + (gradient * gradient - v) * v_rate
     m_hat = m_next / m_correction
     v_hat = v_next / v_correction
-    return variable * keep - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon), m_next, v_next
+    return variable * keep - learning_rate * m_hat / (keras.ops.sqrt(v_hat) + epsilon), m_next, v_next
 
 
 def _update_together(updates, scalars, decays, update):
