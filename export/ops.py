@@ -18,7 +18,6 @@ set()
 import os
 from typing import Dict, Iterable, Set
 
-from official_bert import keras_compat
 
 TF_TEXT_OPS = frozenset({"FastBertNormalize", "FastWordpieceTokenizeWithOffsets"})
 # ALBERT's tokenizer: tf-text's SentencePiece kernel (TFLite's tf-text registrar has it too; no offsets).
@@ -67,6 +66,8 @@ def _load_meta_graph(export_dir):
     path = os.path.join(export_dir, "saved_model.pb")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no saved_model.pb in {export_dir}")
+    from official_bert import keras_compat
+
     saved_model = keras_compat.saved_model_proto()
     with open(path, "rb") as f:
         saved_model.ParseFromString(f.read())

@@ -36,7 +36,6 @@ import numpy as np
 from absl import flags
 
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
-from official_bert import keras_compat
 from official_bert.text_files import read_lines
 
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
@@ -54,6 +53,8 @@ def _frozen_module(saved_model_dir, signature):
     """A variable-free tf.Module whose one function is `signature` of the SavedModel, outputs by name."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the kernels the SavedModel's graph needs)
+
+    from official_bert import keras_compat
 
     weights = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
     if tf.bfloat16 in weights.get_variable_to_dtype_map().values():
@@ -160,6 +161,8 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
         if quantize == "full_int8":
             import tensorflow_text
 
+            from official_bert import keras_compat
+
             converter.representative_dataset = _representative_dataset(
                 module.serve.structured_input_signature[1], representative_examples)
             # calibration runs the graph, tokenizer included: it needs tf-text's kernels. Calibrate only, then
@@ -181,6 +184,8 @@ def _quantize_calibrated(calibrated, saved_model_dir):
     Raises:
         ValueError: no feed-forward output layer found (quantizing it would lose the model's accuracy).
     """
+    from official_bert import keras_compat
+
     graph = operators(calibrated)  # parsed once: the flatbuffer is the whole model, weights included
     float_ops = {name for name, _, _ in graph if name != "CUSTOM"} - set(FULL_INT8_OPS)
     float_nodes = feed_forward_outputs(graph)
@@ -211,6 +216,8 @@ def feed_forward_outputs(graph):
 def operators(model):
     """`(builtin op name, operator, its subgraph)` of every operator of a .tflite flatbuffer (bytes); custom ops are
     named CUSTOM."""
+    from official_bert import keras_compat
+
     schema = keras_compat.tflite_schema()
     names = {code: name for name, code in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
     parsed = schema.ModelT.InitFromPackedBuf(model, 0)
@@ -220,6 +227,8 @@ def operators(model):
 
 def custom_ops(model):
     """The custom op names a .tflite flatbuffer (bytes) uses."""
+    from official_bert import keras_compat
+
     codes = keras_compat.tflite_schema().ModelT.InitFromPackedBuf(model, 0).operatorCodes
     return {code.customCode.decode() for code in codes if code.customCode}
 

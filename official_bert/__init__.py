@@ -9,7 +9,7 @@ part of it: `official_bert.models.text_inputs`).
 
 Run as one of our entry points (`python -m tasks.run_classifier`, `python -m export.saved_model`, ...), the
 package first keeps TensorFlow's native start-up lines off the console (`official_bert.cli`), which has to
-happen before TensorFlow loads.
+happen before TensorFlow loads, and leaves Keras unloaded until the command line is read (`cli.run_main`).
 """
 
 import os
@@ -20,23 +20,35 @@ from official_bert import cli as _cli  # noqa: E402  (no TensorFlow)
 
 _cli.quiet_native_logs_of_entry_points()
 
-from official_bert import optimization  # noqa: E402,F401  (registers AdamW, LAMB and the schedules)
-from official_bert.config import BertConfig  # noqa: E402
-from official_bert.models import (  # noqa: E402
-    BertClassifier, BertEncoder, BertMultipleChoice, BertPretrainer, BertSpanLabeler, BertTokenClassifier)
-from official_bert.models.feature_encoder import BertFeatureEncoder  # noqa: E402
-from official_bert.models.time_series_classifier import BertTimeSeriesClassifier  # noqa: E402
-
-__all__ = ["BertClassifier", "BertConfig", "BertEncoder", "BertFeatureEncoder", "BertMultipleChoice",
-           "BertPretrainer", "BertSpanLabeler", "BertTimeSeriesClassifier", "BertTokenClassifier", "Embedder"]
+# Where each public name is defined: imported on first use (`from official_bert import BertClassifier`).
+_PUBLIC = {"BertConfig": "official_bert.config", "BertClassifier": "official_bert.models",
+           "BertEncoder": "official_bert.models", "BertMultipleChoice": "official_bert.models",
+           "BertPretrainer": "official_bert.models", "BertSpanLabeler": "official_bert.models",
+           "BertTokenClassifier": "official_bert.models", "BertFeatureEncoder": "official_bert.models.feature_encoder",
+           "BertTimeSeriesClassifier": "official_bert.models.time_series_classifier",
+           "Embedder": "official_bert.pipelines.embedder"}
+__all__ = sorted(_PUBLIC)
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    # The Embedder runs its tokenizer in TensorFlow: imported on first use, so that the models and optimizers
-    # above import (and run on Keras' JAX or torch backend) where TensorFlow is not installed.
-    if name == "Embedder":
-        from official_bert.pipelines.embedder import Embedder
+def register_keras_objects():
+    """Imports the modules that register our Keras objects (models, optimizers, learning-rate schedules), so that
+    `keras.saving.load_model` reads a saved model of ours. Loads Keras, and with it TensorFlow on its backend."""
+    from official_bert import models, optimization  # noqa: F401
+    from official_bert.models import feature_encoder, time_series_classifier  # noqa: F401
 
-        return Embedder
+
+def __getattr__(name):
+    # The Embedder runs its tokenizer in TensorFlow: imported on first use (as every name here), so that the models
+    # and optimizers import (and run on Keras' JAX or torch backend) where TensorFlow is not installed.
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'official_bert' has no attribute {name!r}")
+
+
+# An entry point reads its command line first (a typo or --help answers at once) and registers them then
+# (`cli.run_main`); any other program has them on `import official_bert`.
+if not _cli.is_entry_point_run():
+    register_keras_objects()

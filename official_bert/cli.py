@@ -120,6 +120,9 @@ def run_main(main):
             for handler in logging.getLogger().handlers:
                 handler.addFilter(_no_framework_info)
         try:
+            import official_bert
+
+            official_bert.register_keras_objects()  # after the flags: a typo or --help need no TensorFlow
             main(argv)
         except (app.UsageError, *USER_ERRORS) as error:
             if verbose:

@@ -1,9 +1,7 @@
-"""`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py.
+"""`--help` of every entry point lists every flag it takes: its own and the shared run flags of tasks/common.py;
+`--help` and a flag that does not exist answer before TensorFlow or Keras load (`official_bert.cli.run_main`).
 
-One process imports TensorFlow and the library once and forks a child per entry point that runs it as `python -m
-<module> --help` does (`runpy`, as `__main__`). Each entry point also runs as `python -m` in a child of a process
-that imported TensorFlow alone (`run_python`), so it imports the rest of what it needs by itself and prints the same
-help; the first of them, `tasks.run_classifier`, in a fresh interpreter, the real `python -m`."""
+Each entry point runs as the real `python -m <module>`, in a fresh interpreter."""
 
 import os
 import pathlib
@@ -12,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-from tests.tasks.forked_commands import run_forked, run_python
 
 from tasks.common import RUN_FLAGS
 
@@ -43,32 +40,39 @@ def _expected_flags(module):
     return own, run
 
 
-def _env():
-    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+def _python_m(module, *args):
+    """`python -X importtime -m module args` from the repository root: the CompletedProcess and the names of the
+    top-level packages it imported."""
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *args], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    return result, imported
 
 
 @pytest.fixture(scope="module")
-def helps(tmp_path_factory):
-    """module -> CompletedProcess of `--help`, each entry point in a child of one process."""
-    results = run_forked([(module, ["--help"]) for module in ENTRY_POINTS], tmp_path_factory.mktemp("help"))
-    return dict(zip(ENTRY_POINTS, results))
+def helps():
+    """module -> (CompletedProcess of `python -m module --help`, the packages it imported)."""
+    return {module: _python_m(module, "--help") for module in ENTRY_POINTS}
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)
-def test_python_m_without_the_librarys_imports_prints_the_forked_help(module, helps):
-    if module == ENTRY_POINTS[0]:
-        result = subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO_ROOT,
-                                capture_output=True, text=True, timeout=300, env=_env())
-    else:
-        result = run_python(["-m", module, "--help"], timeout=300)
+def test_help_loads_no_tensorflow(module, helps):
+    result, imported = helps[module]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    forked = helps[module]
-    assert (forked.returncode, forked.stdout) == (result.returncode, result.stdout)
+    assert "absl" in imported and not imported & {"tensorflow", "keras", "tensorflow_text"}, sorted(imported)
+
+
+@pytest.mark.parametrize("module", ["tasks.run_classifier", "export.saved_model", "export.tflite"])
+def test_a_flag_that_does_not_exist_is_an_error_before_tensorflow_loads(module):
+    result, imported = _python_m(module, "--num_train_step=3")
+    assert result.returncode == 1 and "Unknown command line flag 'num_train_step'" in result.stderr, result.stderr
+    assert not imported & {"tensorflow", "keras"}, sorted(imported)
 
 
 @pytest.mark.parametrize("module", ENTRY_POINTS)
 def test_help_lists_the_entry_points_own_and_run_flags(module, helps):
-    result = helps[module]
+    result, _ = helps[module]
     assert "Traceback" not in result.stderr, result.stderr[-3000:]  # absl's --help exits with status 1
     listed = set(re.findall(r"^  --(?:\[no\])?(\w+):", result.stdout, re.MULTILINE))
     own, run = _expected_flags(module)
