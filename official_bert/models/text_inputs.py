@@ -34,6 +34,28 @@ def _as_array(values):
     return values
 
 
+def _items(values):
+    """The items of a list, object array or pandas Series as a list; None for anything else."""
+    values = _as_array(values)
+    if isinstance(values, np.ndarray) and values.dtype.kind == "O":
+        return values.ravel().tolist()
+    return values if isinstance(values, list) else None
+
+
+def check_all_texts(values, name="texts"):
+    """ValueError naming the first item of `values` (a list, object array or pandas Series) that is not a string: a
+    missing text is None, or pandas' NaN for an empty cell.
+
+    Args:
+        values: the texts (anything but a list, array or Series is left alone).
+        name: what `values` are, for the message ("texts", a column's name).
+    """
+    for i, value in enumerate(_items(values) or []):
+        if not isinstance(value, (str, bytes)):
+            raise ValueError(f"{name}[{i}] is {value!r}, not a string: every example needs its text (a missing one "
+                             "is None, or NaN in pandas; drop those examples or fill them, e.g. .fillna(''))")
+
+
 def _is_texts(values):
     """Whether `values` (a list, array or pandas Series) holds strings; an empty 1-D array holds no examples of any
     kind, and counts as texts (`text_segments` says it is empty)."""
@@ -62,11 +84,16 @@ def text_segments(x):
             Anything else (packed ints) is not text.
     Raises:
         TypeError: a single string (a list of texts is expected).
-        ValueError: no examples, more than two texts per example, or texts of unequal counts.
+        ValueError: no examples, more than two texts per example, texts of unequal counts, or a missing text
+            among strings (`check_all_texts`).
     """
     if isinstance(x, (str, bytes)):
         raise TypeError(f"got the single string {x[:40]!r}; pass a list of texts")
     x = _columns(x)
+    named = x.items() if isinstance(x, dict) else zip(PAIR_FEATURES, x) if isinstance(x, tuple) else [("texts", x)]
+    for name, values in named:  # texts with one missing would otherwise not look like texts at all
+        if any(isinstance(v, (str, bytes)) for v in _items(values) or []):
+            check_all_texts(values, name)
     if isinstance(x, dict) and x and all(_is_texts(v) for v in x.values()):
         names, parts = tuple(x), list(x.values())
     elif isinstance(x, tuple) and x and all(_is_texts(v) for v in x):

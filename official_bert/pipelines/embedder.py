@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.families import check_sequence_length
+from official_bert.models.text_inputs import check_all_texts
 from official_bert.text import BertPackInputs
 from official_bert.text.preprocessing import warn_truncated
 
@@ -97,6 +98,9 @@ class Embedder:
         if isinstance(texts, str):
             raise TypeError("pass a list of texts")
         texts = list(texts)
+        check_all_texts(texts)
+        if text_b is not None:
+            check_all_texts(text_b, "text_b")
         if text_b is not None and len(text_b) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(text_b)} text_b")
         hidden = self.encoder.config.hidden_size

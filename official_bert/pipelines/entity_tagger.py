@@ -30,6 +30,7 @@ from official_bert.data.padding import XLA_LENGTH_MULTIPLE
 from official_bert.data.tagging_dataset import (bare_space, build_windows, starts_word, text_words, whitespace_pieces,
                                                 word_pieces, word_predictions, word_prefix)
 from official_bert.metrics.tagging import get_entities
+from official_bert.models.text_inputs import check_all_texts
 from official_bert.pipelines.progress import PredictProgress
 
 # Without XLA, a window is predicted at its pieces rounded up to this many, a `predict` call per length. On 2 CPU
@@ -148,6 +149,7 @@ class EntityTagger:
         """The entities of each text: dicts of `type`, `start`, `end` (character indices) and `text`."""
         if isinstance(texts, str):
             raise TypeError("pass a list of texts")
+        check_all_texts(texts)
         split = self.split_words(texts)
         tags = self._predict([pieces for pieces, _ in split], "texts")
         entities = []

@@ -1,5 +1,7 @@
 """TextInputs: task models that take raw strings through their own preprocessor, and refuse them without one."""
 
+import io
+
 import numpy as np
 import pytest
 
@@ -41,6 +43,23 @@ def test_text_segments_of_pandas_columns_and_of_no_examples():
     for empty in (np.array([]), np.array([], dtype=object), frame["premise"][:0]):
         with pytest.raises(ValueError, match=r"got no examples \(an empty batch of texts\); pass at least one"):
             text_segments(empty)
+
+
+def test_a_missing_text_among_strings_is_named_with_its_index():
+    with pytest.raises(ValueError, match=r"texts\[1\] is None, not a string: every example needs its text"):
+        text_segments(["a film", None, "a play"])
+    with pytest.raises(ValueError, match=r"text_b\[0\] is 3, not a string"):
+        text_segments((TEXTS[:2], [3, "x"]))
+    with pytest.raises(ValueError, match=r"hypothesis\[2\] is None"):
+        text_segments({"premise": TEXTS[:3], "hypothesis": np.array(["a", "b", None], dtype=object)})
+    assert text_segments([[1, 2], [3, 4]]) is None  # packed ids: no strings, not text
+
+
+def test_an_empty_pandas_cell_is_named_with_its_index():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.read_csv(io.StringIO("review,verdict\nA lovely film.,good\n,bad\n"))  # the second review empty
+    with pytest.raises(ValueError, match=r"texts\[1\] is nan, not a string.*fillna"):
+        text_segments(frame["review"])
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,10 @@ def test_top_level_export_and_bad_input(embedder):
         embedder("one string")
     with pytest.raises(ValueError, match="text_b"):
         embedder(["a", "b"], ["c"])
+    with pytest.raises(ValueError, match=r"texts\[1\] is None, not a string"):
+        embedder(["a", None])
+    with pytest.raises(ValueError, match=r"text_b\[0\] is None, not a string"):
+        embedder(["a"], [None])
 
 
 def test_texts_cut_at_seq_length_are_counted_in_a_warning(embedder, caplog):

@@ -37,6 +37,11 @@ def test_entities_carry_character_spans_of_the_input(always_b_per_tagger):
     assert always_b_per_tagger.tag_words([["peter", "blackburn", "went", "to", "zurich", "!"]]) == [["B-PER"] * 6]
 
 
+def test_a_missing_text_is_named_with_its_index(always_b_per_tagger):
+    with pytest.raises(ValueError, match=r"texts\[1\] is None, not a string"):
+        always_b_per_tagger(["Peter went.", None])
+
+
 def test_tagging_logs_sentences_done(always_b_per_tagger, caplog):
     # 4 windows of 6 pieces (the last sentence is two), one a batch; the empty sentence is done from the start
     sentences = [["peter", "went"], ["to"], [], ["peter", "blackburn", "went", "to", "zurich", "!"]]
