@@ -218,8 +218,12 @@ class TaggerModule(ServingModule):
         if with_characters:  # the SavedModel: the model at the longest window's length, zero logits past it
             logits, _ = self._at_request_length(inputs)  # (windows, longest, labels)
             logits = zeros_after(logits, self.seq_length)  # (windows, seq, labels)
-        else:  # TFLite: the model at the longest window's length (no real-token path: its gathers and cond)
-            logits = zeros_after(self._model(trim_inputs(inputs)[0]), self.seq_length)
+        else:  # TFLite: the model at the longest window's length (no real-token path: its gathers and cond), 0 at
+            # padding as the SavedModel's
+            trimmed, _ = trim_inputs(inputs)  # (windows, longest) each
+            logits = self._model(trimmed)  # (windows, longest, labels)
+            real = tf.expand_dims(tf.cast(trimmed["input_mask"], logits.dtype), -1)  # (windows, longest, 1)
+            logits = zeros_after(logits * real, self.seq_length)
         best = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (windows, seq)
         word_label = tf.gather_nd(best, tf.stack([window, offset + 1], axis=1))  # (words,) +1: [CLS]
         first_window = tf.gather(tf.concat([window, tf.zeros([1], tf.int64)], axis=0), word_splits[:-1])  # (batch,)
@@ -315,7 +319,8 @@ class TaggerModule(ServingModule):
 
 def _first_rows(values, first, count):
     """values[first[g]] where `count[g] > 0`, zeros elsewhere: values [n, ...], first and count int64 [groups]."""
-    padded = tf.concat([values, tf.zeros_like(values[:1])], axis=0)  # (n + 1, ...): row n is zeros
+    zeros = tf.zeros(tf.concat([[1], tf.shape(values)[1:]], axis=0), values.dtype)  # (1, ...), also when n is 0
+    padded = tf.concat([values, zeros], axis=0)  # (n + 1, ...): row n is zeros
     return tf.gather(padded, tf.where(count > 0, first, tf.shape(values, out_type=tf.int64)[0]))
 
 

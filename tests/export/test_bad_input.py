@@ -39,6 +39,14 @@ def test_empty_strings_are_answered(models):
     assert (out["entity_type"][0] == b"").all() and (out["entity_start"][0] == -1).all()  # padding
 
 
+@pytest.mark.parametrize("texts", [[""], [" "], ["\u200b"], ["", "  "]], ids=["empty", "space", "zero-width", "two"])
+def test_a_request_without_any_word_is_answered_with_none(models, texts):
+    out = _call(models["tagger"], text=np.array(texts, object))
+    assert out["num_words"].tolist() == [0] * len(texts) and out["num_entities"].tolist() == [0] * len(texts)
+    assert out["word_labels"].shape == (len(texts), 0) and out["entity_text"].shape == (len(texts), 0)
+    assert out["logits"].shape == (len(texts), 48, 9) and not out["logits"].any() and not out["truncated"].any()
+
+
 def test_long_text_is_truncated_and_says_so_or_read_in_windows(models):
     long_text = " ".join(["Brussels"] * 500)
     out = _call(models["classifier"], text=np.array([long_text, "short"], object),
