@@ -9,6 +9,10 @@ A label is kept as read (`LabeledTexts.labels`): a string (a JSON integer become
 number with a fraction or exponent), or with `multi_label` a list of strings (a JSON list, or a CSV/TSV cell split on
 `;`). `official_bert.data.text_labels` turns them into classes or scores.
 
+Blank lines (outside a CSV's quoted cell) are skipped: every example keeps its own line (`LabeledTexts.lines`) and is
+written back as its own record. A reader whose output must match the file line for line (`export.predict`) passes
+`skip_blank=False`, which makes a blank line an error naming it.
+
 Every problem is a ValueError of one line naming the file, the line and the column, e.g.
 
     data/train.jsonl:17: not valid JSON (Expecting ',' delimiter at column 23)
@@ -96,7 +100,7 @@ def file_format(path):
     return FORMATS[extension]
 
 
-def read_labeled_texts(path, columns=Columns(), labeled=True, multi_label=False, pair=None):
+def read_labeled_texts(path, columns=Columns(), labeled=True, multi_label=False, pair=None, skip_blank=True):
     """Reads a CSV, TSV or JSON-lines file of texts (and labels).
 
     Args:
@@ -105,6 +109,7 @@ def read_labeled_texts(path, columns=Columns(), labeled=True, multi_label=False,
         labeled: read the label column (a file without it is an error); False: the label column is not read.
         multi_label: a label is a list (JSON) or a `;`-separated cell (CSV/TSV) of labels.
         pair: whether the examples are text pairs; None: when the file has the pair column.
+        skip_blank: skip blank lines; False: a blank line is an error naming the file and the line.
 
     Returns:
         `LabeledTexts`.
@@ -117,7 +122,7 @@ def read_labeled_texts(path, columns=Columns(), labeled=True, multi_label=False,
     fmt = file_format(path)
     if not path_exists(path):
         raise FileNotFoundError(f"no such file: {path}")
-    rows = _json_rows(path) if fmt == "jsonl" else _table_rows(path, fmt)
+    rows = _json_rows(path, skip_blank) if fmt == "jsonl" else _table_rows(path, fmt, skip_blank)
     header = next(rows, None)
     if header is None:
         raise ValueError(f"{path}: the file is empty; expected {'a header row' if fmt != 'jsonl' else 'JSON objects'}")
@@ -161,7 +166,7 @@ def _word(path):
     return "field" if file_format(path) == "jsonl" else "column"
 
 
-def _table_rows(path, fmt):
+def _table_rows(path, fmt, skip_blank):
     """Yields the header `(line, names)`, then `(first line, fields)` per row, of a CSV or TSV file."""
     lines = (line for _, line in read_lines(path))
     dialect = {"delimiter": ","} if fmt == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
@@ -175,8 +180,11 @@ def _table_rows(path, fmt):
             return
         except csv.Error as error:
             raise ValueError(f"{path}:{start}: not valid {fmt.upper()} ({error})") from None
-        if not fields:
-            continue  # a blank line
+        if not fields:  # a blank line (one in a quoted cell is part of its field)
+            if skip_blank:
+                continue
+            expected = "the header row" if header is None else f"a row of {len(header)} fields"
+            raise ValueError(f"{path}:{start}: empty line; expected {expected}")
         if header is None:
             header = [name.strip() for name in fields]
             twice = next((name for i, name in enumerate(header) if name in header[:i]), None)
@@ -190,18 +198,10 @@ def _table_rows(path, fmt):
             yield start, fields
 
 
-def _json_rows(path):
-    """Yields `(its line, field names)` of the first object, then `(line, object)` per non-blank line, of JSON
-    lines."""
+def _json_rows(path, skip_blank):
+    """Yields `(its line, field names)` of the first object, then `(line, object)` per line, of JSON lines."""
     first = True
-    for lineno, line in read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line.rstrip("\r\n"))  # (an error's column within the line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{lineno}: not valid JSON ({error.msg} at column {error.colno}); expected one "
-                             "JSON object a line") from None
+    for lineno, record in read_json_lines(path, skip_blank, "one JSON object a line"):
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{lineno}: expected a JSON object ({{\"text\": ..., \"label\": ...}}), got "
                              f"{_kind(record)}")
@@ -209,6 +209,31 @@ def _json_rows(path):
             first = False
             yield lineno, list(record)
         yield lineno, record
+
+
+def read_json_lines(path, skip_blank=False, expected="one JSON value a line"):
+    """Yields `(line number, value)` per line of a JSON-lines file, lazily.
+
+    Args:
+        path: the file.
+        skip_blank: skip blank lines; False: a blank line is an error.
+        expected: what a line holds, in words, for the errors.
+
+    Raises:
+        ValueError: a line that is blank (unless `skip_blank`), not UTF-8 or not JSON, naming the file, the line and
+            (JSON) the column within the line.
+    """
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            if skip_blank:
+                continue
+            raise ValueError(f"{path}:{lineno}: empty line; expected {expected}")
+        try:
+            value = json.loads(line.rstrip("\r\n"))  # without the line's end: an error's column is within the line
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{lineno}: not valid JSON ({error.msg} at column {error.colno}); expected "
+                             f"{expected}") from None
+        yield lineno, value
 
 
 def _getter(path, lineno, record, names):

@@ -16,9 +16,10 @@ splits) and an id.
   choice [SEP]`. (transformers' `run_swag.py` would pack an empty context as `[CLS] [SEP] question choice [SEP]`.)
   Questions may have different numbers of choices.
 
-A file is UTF-8 (`official_bert.text_files`). A malformed row is a ValueError naming the file, the 1-based line and
-the field. Empty choices are errors too: an empty string is how a batch marks a missing choice
-(`data.multiple_choice_dataset`). A file's rows are all labeled or none is (a test file).
+A file is UTF-8 (`official_bert.text_files`); blank lines are skipped (with `skip_blank=False` they are errors). A
+malformed row is a ValueError naming the file, the 1-based line and the field. Empty choices are errors too: an
+empty string is how a batch marks a missing choice (`data.multiple_choice_dataset`). A file's rows are all labeled
+or none is (a test file).
 
 Examples:
 
@@ -31,13 +32,13 @@ Examples:
 
 import csv
 import dataclasses
-import json
 import logging
 import os
 from typing import List, Optional
 
 import numpy as np
 
+from official_bert.data.labeled_text_files import read_json_lines
 from official_bert.data.tfds_records import to_str
 from official_bert.text_files import read_lines
 
@@ -157,52 +158,59 @@ def _generic_row(where, row):
     return context, choices, _label(where, row.get("label"), len(choices))
 
 
-def read_swag_csv(path) -> MultipleChoiceExamples:
+def read_swag_csv(path, skip_blank=True) -> MultipleChoiceExamples:
     """Reads a SWAG CSV file (`train.csv`, `val.csv`, or `test.csv` without labels).
+
+    Args:
+        path: the file.
+        skip_blank: skip blank lines (not those in a quoted field); False: a blank line is an error.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line that is not UTF-8, a header without a SWAG field, or a malformed row (file, line and field
-            named).
+        ValueError: a line that is not UTF-8, a header without a SWAG field, a blank line (unless `skip_blank`) or a
+            malformed row (file, line and field named).
     """
     rows = _Rows(path)
-    reader = csv.DictReader(line for _, line in read_lines(path))
-    header = reader.fieldnames or []
+    reader = csv.reader(line for _, line in read_lines(path))
+    header = next(reader, [])
     missing = [field for field in _SWAG_FIELDS if field not in header]
     if missing:
         raise ValueError(f"{path}:1: the header has no field {', '.join(repr(m) for m in missing)} of a SWAG CSV "
                          f"file; header: {header}")
     index_column = "" if header and header[0] == "" else None  # SWAG's unnamed row index
-    line = 1
-    for row in reader:
+    line = reader.line_num
+    for fields in reader:
         where = f"{path}:{line + 1}"  # the row's first line (a quoted field may span several)
         line = reader.line_num
-        if None in row or any(value is None for value in row.values()):
-            got = sum(v is not None for k, v in row.items() if k is not None) + len(row.get(None) or [])
+        if not fields:
+            if skip_blank:
+                continue
+            raise ValueError(f"{where}: empty line; expected a row of {len(header)} comma-separated fields")
+        if len(fields) != len(header):
             raise ValueError(f"{where}: expected {len(header)} comma-separated fields ({', '.join(header)}), "
-                             f"got {got}")
+                             f"got {len(fields)}")
+        row = dict(zip(header, fields))
         context, choices, label = _swag_row(where, row)
         example_id = row[index_column].strip() if index_column is not None and row[index_column].strip() else None
         rows.add(where, context, choices, label, example_id)
     return rows.examples()
 
 
-def read_jsonl(path) -> MultipleChoiceExamples:
-    """Reads a JSON-lines file of SWAG rows or generic rows (see the module notes); blank lines are skipped.
+def read_jsonl(path, skip_blank=True) -> MultipleChoiceExamples:
+    """Reads a JSON-lines file of SWAG rows or generic rows (see the module notes).
+
+    Args:
+        path: the file.
+        skip_blank: skip blank lines; False: a blank line is an error.
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: a line that is not UTF-8 or not a JSON object, or a malformed row (file, line and field named).
+        ValueError: a line that is not UTF-8 or not a JSON object, a blank line (unless `skip_blank`), or a malformed
+            row (file, line and field named).
     """
     rows = _Rows(path)
-    for lineno, line in read_lines(path):
-        if not line.strip():
-            continue
+    for lineno, row in read_json_lines(path, skip_blank, "one JSON object a line"):
         where = f"{path}:{lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(row, dict):
             raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")
         if "choices" in row:
@@ -216,11 +224,19 @@ def read_jsonl(path) -> MultipleChoiceExamples:
     return rows.examples()
 
 
-def read_multiple_choice(path) -> MultipleChoiceExamples:
-    """Reads a `.csv` file as SWAG's CSV, any other as JSON lines (`.jsonl`, `.json`)."""
+def read_multiple_choice(path, skip_blank=True) -> MultipleChoiceExamples:
+    """Reads a `.csv` file as SWAG's CSV, any other as JSON lines (`.jsonl`, `.json`).
+
+    Args:
+        path: the file.
+        skip_blank: skip blank lines; False: a blank line is an error naming it (`export.predict`, whose answers
+            must match the file's questions line for line).
+    """
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no such file: {path}")
-    return read_swag_csv(path) if path.lower().endswith(".csv") else read_jsonl(path)
+    if path.lower().endswith(".csv"):
+        return read_swag_csv(path, skip_blank)
+    return read_jsonl(path, skip_blank)
 
 
 def examples_from_tfds(name, split, records, source="") -> MultipleChoiceExamples:

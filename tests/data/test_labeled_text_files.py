@@ -22,6 +22,25 @@ def test_csv_with_its_own_columns_quotes_and_blank_lines(tmp_path):
     assert examples.header == ["verdict", "review", "id"] and examples.file_format == "csv"
 
 
+@pytest.mark.parametrize("name, text, message", [
+    ("a.csv", 'text,label\nx,y\n\nz,w\n', "a.csv:3: empty line; expected a row of 2 fields"),
+    ("a.csv", '\ntext,label\nx,y\n', "a.csv:1: empty line; expected the header row"),
+    ("a.tsv", 'text\tlabel\nx\ty\n\n', "a.tsv:3: empty line; expected a row of 2 fields"),
+    ("a.jsonl", '{"text": "x", "label": "y"}\n  \n', "a.jsonl:2: empty line; expected one JSON object a line")])
+def test_a_blank_line_is_an_error_naming_it_when_not_skipped(tmp_path, name, text, message):
+    path = _write(tmp_path, name, text)
+    assert len(read_labeled_texts(path)) == 1 + ("z,w" in text)  # skipped by default: every example keeps its line
+    with pytest.raises(ValueError) as error:
+        read_labeled_texts(path, skip_blank=False)
+    assert str(error.value) == f"{tmp_path}/{message}"
+
+
+def test_a_blank_line_inside_a_quoted_cell_is_text_not_a_blank_line(tmp_path):
+    path = _write(tmp_path, "a.csv", 'text,label\n"first\n\nthird",y\nz,w\n')
+    examples = read_labeled_texts(path, skip_blank=False)
+    assert examples.text_a == ["first\n\nthird", "z"] and examples.lines == [2, 5]
+
+
 def test_default_columns_and_pairs(tmp_path):
     tsv = _write(tmp_path, "pairs.tsv", 'sentence1\tsentence2\tlabel\tx\n"a\tb "c"\t1\tz\n')
     examples = read_labeled_texts(tsv)  # TSV: no quoting
@@ -54,6 +73,9 @@ def test_multi_label_cells_and_lists(tmp_path):
     ("a.csv", "text,label,text\nx,y,z\n", {}, "a.csv:1: the header names the column 'text' twice"),
     ("a.jsonl", '{"text": "x", "label": "y"}\n{"text": "x", "label": "y"\n', {},
      "a.jsonl:2: not valid JSON (Expecting ',' delimiter at column 27); expected one JSON object a line"),
+    ("a.jsonl", '{"text":"a","label":"b"\n', {},
+     "a.jsonl:1: not valid JSON (Expecting ',' delimiter at column 24); expected one JSON object a line"),
+    ("a.jsonl", '{"text":"a","label":"b"\r\n', {}, "a.jsonl:1: not valid JSON (Expecting ',' delimiter at column 24)"),
     ("a.jsonl", '["x", "y"]\n', {}, 'a.jsonl:1: expected a JSON object ({"text": ..., "label": ...}), got a list'),
     ("a.jsonl", '{"text": "x", "label": "y"}\n{"label": "y"}\n', {}, "a.jsonl:2: no field 'text' (fields: label)"),
     ("a.jsonl", '{"text": 7, "label": "y"}\n', {}, "a.jsonl:1: field 'text' is a number (7); expected a string"),

@@ -116,11 +116,35 @@ def test_a_bad_json_row_names_the_file_line_and_field(tmp_path, sample_rows, row
         read_multiple_choice(str(path))
 
 
-def test_a_line_that_is_not_json_is_named(tmp_path):
+def test_a_line_that_is_not_json_is_named_with_the_column_within_the_line(tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text('{"context": "A.", "choices": ["x"], "label": 0}\n{"context": \n', encoding="utf-8")
     with pytest.raises(ValueError, match=f"{path}:2: not valid JSON"):
         read_jsonl(str(path))
+    path.write_text('{"context": "A.", "choices": ["x"]\n', encoding="utf-8")  # the newline is no part of the line
+    with pytest.raises(ValueError, match=f"{path}:1: not valid JSON \\(Expecting ',' delimiter at column 35\\)"):
+        read_jsonl(str(path))
+
+
+def test_blank_lines_are_skipped_unless_asked_to_be_errors(tmp_path, sample_rows):
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text(json.dumps(sample_rows[0]) + "\n\n" + json.dumps(sample_rows[1]) + "\n", encoding="utf-8")
+    assert len(read_multiple_choice(str(jsonl))) == 2
+    with pytest.raises(ValueError, match=f"^{jsonl}:2: empty line; expected one JSON object a line$"):
+        read_multiple_choice(str(jsonl), skip_blank=False)
+    quoted = _write_swag_csv(tmp_path / "quoted.csv", [dict(sample_rows[0], sent1="A\n\nB.")] + sample_rows[1:3])
+    assert read_multiple_choice(str(quoted), skip_blank=False).contexts[0] == "A\n\nB."  # a quoted cell's blank line
+    swag = _write_swag_csv(tmp_path / "val.csv", sample_rows[:3])
+    lines = swag.read_text(encoding="utf-8").split("\n")
+    swag.write_text("\n".join(lines[:2] + [""] + lines[2:]), encoding="utf-8")  # line 3 blank
+    examples = read_multiple_choice(str(swag))
+    assert len(examples) == 3 and examples.ids == ["100", "101", "102"]
+    with pytest.raises(ValueError, match=f"^{swag}:3: empty line; expected a row of 12 comma-separated fields$"):
+        read_multiple_choice(str(swag), skip_blank=False)
+    lines = swag.read_text(encoding="utf-8").split("\n")
+    swag.write_text("\n".join(lines[:3] + [lines[3].rsplit(",", 2)[0]] + lines[4:]), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"^{swag}:4: expected 12 comma-separated fields .* got 1[01]$"):
+        read_multiple_choice(str(swag))  # the line after a skipped blank line is named as it is
 
 
 def test_a_bad_csv_row_or_header_is_named(tmp_path, sample_rows):
