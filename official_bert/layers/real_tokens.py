@@ -250,4 +250,4 @@ def _with_zero_row(flat):
     """(n, ...) -> (n + 1, ...): a zero row appended (TensorFlow)."""
     import tensorflow as tf
 
-    return tf.concat([flat, tf.zeros_like(flat[:1])], axis=0)
+    return tf.concat([flat, tf.zeros(tf.concat([[1], tf.shape(flat)[1:]], axis=0), flat.dtype)], axis=0)  # n may be 0
