@@ -11,14 +11,16 @@
 --export_dir is a version directory, or the base directory (its highest numeric version is used). The
 texts go to `serving_default` in order (`text`, then `text_b`; SQuAD: `question`, then `context`; multiple
 choice: `context`, then every choice, where a question without a context sends the question first); the JSON
-holds that one example's outputs: strings decoded as UTF-8, by default only the outputs with at most one
-value per word, entity, class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...`
-names others, e.g. the encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
+holds that one example's outputs (strict JSON): strings decoded as UTF-8, an infinite or NaN number as null
+(SQuAD's `score` for an empty context), by default only the outputs with at most one value per word, entity,
+class or answer, and the masked LM's top-k lists (`--outputs=sequence_output,...` names others, e.g. the
+encoder's `sequence_output`, the tagger's `logits` or SQuAD's `start_logits`).
 `--input_file` answers a file of examples in batches of `--batch_size`, one JSON line per example in the file's
-order, once every line was checked: `.txt` a text or `text_a ||| text_b` a line; `.csv` / `.tsv` a header row
-naming the inputs' columns (`text`, `text_b`; SQuAD `question`, `context`; `--columns=review` names others), other
-columns ignored; `.jsonl` an object a line keyed by the inputs or an array of the texts in order; multiple choice:
-what `tasks.run_multiple_choice` reads (SWAG's `.csv` or `.jsonl`, or `{"context": ..., "choices": [...]}` lines).
+order, once every line was checked (a blank line is an error): `.txt` a text or `text_a ||| text_b` a line;
+`.csv` / `.tsv` a header row naming the inputs' columns (`text`, `text_b`; SQuAD `question`, `context`;
+`--columns=review` names others), other columns ignored; `.jsonl` an object a line keyed by the inputs or an
+array of the texts in order; multiple choice: what `tasks.run_multiple_choice` reads (SWAG's `.csv` or `.jsonl`,
+or `{"context": ..., "choices": [...]}` lines).
 An export of sequences of feature vectors (`tasks.run_time_series_classifier`) takes no text: `--features_file`
 names a `.npz` file in the training format (`features` (N, time, channels), optional `lengths`; labels are
 ignored), and one JSON line is printed per sequence, in the file's order.
@@ -26,6 +28,7 @@ ignored), and one JSON line is printed per sequence, in the file's order.
 
 import json
 import logging
+import math
 import os
 import sys
 
@@ -103,13 +106,23 @@ def _own_part(name, row, counts, index):
 
 
 def _jsonable(value):
+    """`value` (numpy arrays and scalars, bytes) as JSON values: strings decoded as UTF-8, an infinite or NaN number
+    as None (JSON has no such numbers; SQuAD's `score` is -inf for an empty context)."""
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         value = value.tolist()
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     return value
+
+
+def json_line(answer):
+    """One answer (a dict of JSON-ready values, `TextSignature.__call__`'s) as a line of strict JSON, without its
+    newline; a NaN or infinity left in it is a ValueError rather than JSON's invalid `NaN` / `-Infinity`."""
+    return json.dumps(answer, ensure_ascii=False, allow_nan=False)
 
 
 class TextSignature:
@@ -208,9 +221,9 @@ def read_examples(input_file, order, columns=None, choices=False):
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: an unknown extension or a malformed line, naming the file and the line.
+        ValueError: an unknown extension or a malformed or blank line, naming the file and the line.
     """
-    from official_bert.data.labeled_text_files import FORMATS, Columns, read_labeled_texts
+    from official_bert.data.labeled_text_files import FORMATS, Columns, read_json_lines, read_labeled_texts
     from official_bert.data.text_lines import parse_text_line
     from official_bert.text_files import path_exists, read_lines
 
@@ -218,7 +231,7 @@ def read_examples(input_file, order, columns=None, choices=False):
         raise FileNotFoundError(f"no such input file: {input_file}")
     if choices:
         return _multiple_choice_examples(input_file, columns)
-    names = list(columns or order)
+    names = [name.strip() for name in columns] if columns else list(order)
     hint = "" if columns else f"; name the columns for {', '.join(order)} with --columns"
     if len(names) != len(order):
         raise ValueError(f"{len(names)} column(s) ({', '.join(names)}) for the model's {len(order)} input(s) "
@@ -233,7 +246,7 @@ def read_examples(input_file, order, columns=None, choices=False):
     if FORMATS.get(extension) in ("csv", "tsv"):
         try:
             table = read_labeled_texts(input_file, Columns(names[0], names[1] if len(names) == 2 else None),
-                                       labeled=False, pair=len(names) == 2)
+                                       labeled=False, pair=len(names) == 2, skip_blank=False)
         except ValueError as e:
             raise ValueError(f"{e}{hint}" if "no column" in str(e) else str(e)) from None
         return [(table.lines[i], [table.text_a[i]] + ([table.text_b[i]] if table.text_b is not None else []))
@@ -242,22 +255,16 @@ def read_examples(input_file, order, columns=None, choices=False):
         raise ValueError(f"{input_file}: unknown format '{extension}'; name the file .txt (a text, or 'text_a ||| "
                          f"text_b', a line), .csv or .tsv (a header row naming {', '.join(names)}) or .jsonl")
     examples = []
-    for number, line in read_lines(input_file):
+    expected = f"an object with the fields {', '.join(names)}, or an array of strings"
+    for number, value in read_json_lines(input_file, skip_blank=False, expected=expected):  # one answer a line
         where = f"{input_file}:{number}"
-        if not line.strip():
-            continue  # a blank line, as the training files' readers skip it
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from None
         if isinstance(value, dict):
             missing = [name for name in names if name not in value]
             if missing:
                 raise ValueError(f"{where}: no field {', '.join(missing)} (fields: {', '.join(value)}){hint}")
             value = [value[name] for name in names]
         if not isinstance(value, list) or not all(isinstance(text, str) for text in value):
-            raise ValueError(f"{where}: expected an object with the fields {', '.join(names)}, or an array of "
-                             f"strings")
+            raise ValueError(f"{where}: expected {expected}")
         examples.append((number, value))
     return examples
 
@@ -272,7 +279,7 @@ def _multiple_choice_examples(input_file, columns):
     if not input_file.lower().endswith((".csv", ".jsonl", ".json")):
         raise ValueError(f"{input_file}: a multiple-choice model reads SWAG's .csv or .jsonl (SWAG rows, or objects "
                          f"with context, question and choices)")
-    examples = read_multiple_choice(input_file)
+    examples = read_multiple_choice(input_file, skip_blank=False)
     return [(number, [context, *choices])
             for number, (context, choices) in enumerate(zip(examples.contexts, examples.choices), 1)]
 
@@ -373,7 +380,7 @@ def main(argv):
     check_inputs(argv[1:], flags.FLAGS.input_file, flags.FLAGS.features_file, flags.FLAGS.columns)
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
     texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
-    names = flags.FLAGS.outputs.split(",") if flags.FLAGS.outputs else None
+    names = [name.strip() for name in flags.FLAGS.outputs.split(",")] if flags.FLAGS.outputs else None
     try:
         if flags.FLAGS.features_file:
             answers = predict_features(flags.FLAGS.export_dir, flags.FLAGS.features_file, names)
@@ -383,8 +390,7 @@ def main(argv):
         else:
             answers = [predict(flags.FLAGS.export_dir, texts, names)]
         for answer in answers:
-            json.dump(answer, sys.stdout, ensure_ascii=False)
-            sys.stdout.write("\n")
+            sys.stdout.write(json_line(answer) + "\n")
     except (ValueError, FileNotFoundError) as e:
         raise app.UsageError(str(e))
 
