@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from official_bert.text_files import read_lines, read_text
+from official_bert.text_files import holds_text, read_lines, read_text
 
 LATIN1 = "café".encode("latin-1")  # b"caf\xe9": what Windows-1252 / Latin-1 editors save
 
@@ -42,6 +42,17 @@ def test_read_text_names_the_line_and_column_of_a_whole_file(tmp_path):
         read_text(str(path))
     path.write_bytes(b'\xef\xbb\xbf{"a": "\xc3\xa9"}')
     assert json.loads(read_text(str(path))) == {"a": "é"}
+
+
+def test_holds_text_reads_the_whole_file_in_chunks_split_inside_characters(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n  \nZürich 東京\n", encoding="utf-8")
+    assert all(holds_text(path, chunk_bytes=size) for size in (1, 2, 3, 1 << 24))  # a chunk ends inside 東
+    path.write_bytes(b"\xef\xbb\xbf\n \t\n")
+    assert not holds_text(path, chunk_bytes=2)
+    path.write_bytes("ok\n\nZürich\nno caf\u00e9 here\n".encode("utf-8")[:-1] + "\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"corpus.txt:4: not UTF-8 text \(byte 0xe9 at column 13\)"):
+        holds_text(path, chunk_bytes=4)
 
 
 def test_a_utf16_file_is_named_as_such(tmp_path):

@@ -167,6 +167,27 @@ class PretrainingTask(Task):
         flag = "text_files" if self.text_files else "input_files"
         self.train_paths = expand_globs(getattr(self, flag), flag) if config.do_train else None
         self.eval_paths = expand_globs(self.eval_files, "eval_files") if config.do_eval else None
+        for paths, paths_flag in ((self.train_paths, flag), (self.eval_paths, "eval_files")):
+            if paths:
+                self._check_examples(paths, paths_flag, config)
+
+    def _check_examples(self, paths, flag, config):
+        """ValueError, before anything is written, when the files of `--<flag>` hold nothing to read (training would
+        wait forever for a first batch), a text file is not UTF-8 (naming its line), or a TFRecord file's first
+        record does not fit the run's shapes (naming the feature)."""
+        if flag == "text_files" or flag == "eval_files" and self.text_files:
+            from official_bert.text_files import holds_text
+
+            logger.info("Reading --%s (%d file(s)) to check it is UTF-8 text", flag, len(paths))
+            if not any([holds_text(path) for path in paths]):  # (a list: every file is checked)
+                raise ValueError(f"--{flag}: {', '.join(paths[:3])} {_hold(paths)} no text (empty, or blank lines only); "
+                                 "nothing to pre-train on")
+            return
+        from official_bert.data.pretraining_records import check_record_file
+
+        if not any([check_record_file(path, config.max_seq_length, self.max_predictions_per_seq) for path in paths]):
+            raise ValueError(f"--{flag}: {', '.join(paths[:3])} {_hold(paths)} no record; write them with "
+                             "tasks.create_pretraining_data")
 
     def task_info(self):
         return {"task": "pretraining", "max_predictions_per_seq": self.max_predictions_per_seq,
@@ -253,3 +274,6 @@ class PretrainingTask(Task):
         results["global_step"] = int(model.optimizer.iterations.numpy())
         return results
 
+
+def _hold(paths):
+    return "holds" if len(paths) == 1 else "hold"

@@ -200,6 +200,43 @@ def test_a_glob_matching_nothing_is_an_error(corpus, tmp_path):
     assert f"--input_files: no file matches '{tmp_path / 'missing-*.tfrecord'}'" in str(error.value)
 
 
+def _tiny_vocab(directory):
+    """A WordPiece vocab of the tiny config's VOCAB entries."""
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(VOCAB - 5)]
+    (directory / "vocab.txt").write_text("\n".join(words) + "\n")
+    return str(directory / "vocab.txt")
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n", b"\xef\xbb\xbf\n"], ids=["empty", "blank-lines", "bom-only"])
+def test_text_files_without_text_are_an_error_before_anything_is_written(corpus, tmp_path, content):
+    """Training would wait forever for a first batch."""
+    (tmp_path / "empty.txt").write_bytes(content)
+    config, task = _in_process_settings(corpus, tmp_path / "run", num_train_steps=1, vocab_file=_tiny_vocab(tmp_path))
+    with pytest.raises(ValueError, match=r"--text_files: .*empty.txt holds no text \(empty, or blank lines only\)"):
+        _run_in_process(config, text_files=str(tmp_path / "empty.txt"), **task)
+    assert not (tmp_path / "run").exists()
+
+
+def test_text_files_not_utf8_are_an_error_naming_the_line_before_anything_is_written(corpus, tmp_path):
+    (tmp_path / "a.txt").write_text("One sentence.\nAnother one.\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_bytes("First line.\n\nA caf\u00e9 in Latin-1.\n".encode("latin-1"))
+    config, task = _in_process_settings(corpus, tmp_path / "run", num_train_steps=1, vocab_file=_tiny_vocab(tmp_path))
+    with pytest.raises(ValueError, match=r"b.txt:3: not UTF-8 text \(byte 0xe9 at column 6\)"):
+        _run_in_process(config, text_files=f"{tmp_path / 'a.txt'},{tmp_path / 'b.txt'}", **task)
+    assert not (tmp_path / "run").exists()
+
+
+def test_record_files_without_a_record_or_of_other_shapes_are_an_error_before_anything_is_written(corpus, tmp_path):
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    config, task = _in_process_settings(corpus, tmp_path / "run", num_train_steps=1)
+    with pytest.raises(ValueError, match=r"--input_files: .*empty.tfrecord holds no record"):
+        _run_in_process(config, input_files=str(tmp_path / "empty.tfrecord"), **task)
+    config, task = _in_process_settings(corpus, tmp_path / "run", num_train_steps=1, max_seq_length=SEQ // 2)
+    with pytest.raises(ValueError, match=r"train-0.tfrecord: feature 'input_ids' of the first record"):
+        _run_in_process(config, input_files=str(corpus / "train-0.tfrecord"), **task)
+    assert not (tmp_path / "run").exists()
+
+
 def test_steps_per_loop_below_one_is_refused_in_one_line():
     """`--steps_per_loop=0` would divide the run's steps by zero: refused when the task is made, as the time-series
     task refuses it."""
