@@ -2,6 +2,8 @@
 
     python -m export.tflite --saved_model_dir=out/export/sst2/1 --output=out/sst2.tflite --quantize=dynamic_int8
 
+`--saved_model_dir` is a version directory, or the export directory (its highest version, as `export.predict`).
+
 The model takes the same raw strings as the SavedModel and runs in `ai_edge_litert`'s
 `InterpreterWithCustomOps` with `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`: TFLite builtins plus
 the two tf-text custom ops, no Flex (SELECT_TF_OPS) delegate. Conversion freezes the weights into
@@ -20,7 +22,8 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
   ALBERT classifier (no offsets) converts from raw text.
 - `--quantize`: `none` (float32), `float16` (weights stored as float16), `dynamic_int8` (weights int8,
   activations quantized on the fly), `full_int8` (weights and activations int8 with scales calibrated on
-  `--representative_file`, texts of the task's own data). full_int8 runs in int8 the dense layers (attention
+  `--representative_file`, texts of the task's own data: one example a line, a pair as two tab-separated fields
+  or `text_a ||| text_b`). full_int8 runs in int8 the dense layers (attention
   projections, feed-forward input, pooler, head) and the embedding lookups (`FULL_INT8_OPS`), and keeps in
   float32, with (de)quantize ops between: each transformer layer's feed-forward output projection (its outputs
   carry BERT's activation outliers, which one int8 scale per tensor cannot hold: `feed_forward_outputs`), the
@@ -85,29 +88,68 @@ def _frozen_module(saved_model_dir, signature):
     return module
 
 
+class RepresentativeTexts(list):
+    """Calibration examples, each a tuple of its texts, that know their file and lines (for errors).
+
+    Args:
+        examples: the tuples of texts.
+        source: the file.
+        lines: each example's 1-based line.
+    """
+
+    def __init__(self, examples, source, lines):
+        super().__init__(examples)
+        self.source, self.lines = source, lines
+
+
 def read_representative_file(path, limit=MAX_REPRESENTATIVE_EXAMPLES):
-    """The first `limit` examples of a UTF-8 text file, one per line; a sentence pair (SQuAD: question, context) is
-    two tab-separated fields.
+    """The first `limit` examples of a UTF-8 text file, one per non-blank line; a sentence pair (SQuAD: question,
+    context) is two tab-separated fields, or `text_a ||| text_b` as `export.predict`'s `.txt` files.
+
+    Returns:
+        `RepresentativeTexts`.
 
     Raises:
-        FileNotFoundError / ValueError: no file, a line that is not UTF-8, or no non-empty line (named).
+        FileNotFoundError / ValueError: no file, a line that is not UTF-8, a malformed `|||` pair, or no non-empty
+            line (named).
     """
+    from official_bert.data.text_lines import SEPARATOR, parse_text_line
+
     if not os.path.isfile(path):
         raise FileNotFoundError(f"--representative_file={path} not found")
-    examples = [tuple(line.rstrip("\r\n").split("\t")) for _, line in read_lines(path) if line.strip()][:limit]
+    examples, lines = [], []
+    for lineno, line in read_lines(path):
+        if len(examples) == limit:
+            break
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        if "\t" not in text and SEPARATOR in text:
+            examples.append(parse_text_line(text, f"{path}:{lineno}"))
+        else:
+            examples.append(tuple(text.split("\t")))
+        lines.append(lineno)
     if not examples:
         raise ValueError(f"--representative_file={path}: no text; full_int8 calibrates on texts of the task")
-    return examples
+    return RepresentativeTexts(examples, path, lines)
 
 
 def _representative_dataset(function_inputs, examples):
     """`converter.representative_dataset`: batches of one example keyed by the signature's text inputs, the
-    fields of a line in the order `text`, `text_b` (SQuAD: `question`, `context`)."""
+    fields of a line in the order `text`, `text_b` (SQuAD: `question`, `context`).
+
+    Raises:
+        ValueError: an example with another number of texts than the signature takes, naming its file and line.
+    """
     names = [name for name in ("text", "text_b", "question", "context") if name in function_inputs]
     names += sorted(set(function_inputs) - set(names))
-    if any(len(example) < len(names) for example in examples):
-        raise ValueError(f"the signature takes {len(names)} texts ({', '.join(names)}); every representative example "
-                         "needs as many tab-separated fields")
+    for i, example in enumerate(examples):
+        if len(example) != len(names):
+            where = (f"{examples.source}:{examples.lines[i]}" if isinstance(examples, RepresentativeTexts)
+                     else f"representative example {i}")
+            raise ValueError(f"{where}: {len(example)} text(s), but the signature takes {len(names)} "
+                             f"({', '.join(names)}); a line holds one text, or a pair as two tab-separated fields "
+                             f"or 'text_a ||| text_b'")
 
     def dataset():
         for example in examples:
@@ -123,7 +165,8 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
     """Converts one signature of an exported SavedModel to TFLite.
 
     Args:
-        saved_model_dir: `<export_dir>/<version>` written by `export.saved_model`.
+        saved_model_dir: `<export_dir>/<version>` written by `export.saved_model`, or `<export_dir>` (its highest
+            version, as `export.predict.resolve_version_dir` finds it).
         signature: `serving_default` or `serve_tokens`.
         quantize: one of `QUANTIZATIONS`.
         representative_examples: full_int8 only: calibration texts, tuples of one or two strings
@@ -133,10 +176,15 @@ def convert(saved_model_dir, signature="serving_default", quantize="none", repre
         the .tflite flatbuffer, bytes; its one signature is named `signature`.
 
     Raises:
+        FileNotFoundError: no such directory, or no export in it.
         ValueError: an unknown signature or quantization, or a graph op that is neither a TFLite builtin
             nor one of tf-text's WordPiece (or ALBERT's SentencePiece) kernels.
     """
     import tensorflow as tf
+
+    from export.predict import resolve_version_dir
+
+    saved_model_dir = resolve_version_dir(saved_model_dir)
 
     if quantize not in QUANTIZATIONS:
         raise ValueError(f"quantize must be one of {QUANTIZATIONS}, got {quantize!r}")
@@ -268,12 +316,14 @@ def main(argv):
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model.")
+    flags.DEFINE_string("saved_model_dir", None, "A version directory written by export.saved_model, or its "
+                        "export directory (the highest version).")
     flags.DEFINE_string("output", None, "The .tflite file to write; an existing file only with --overwrite.")
     flags.DEFINE_boolean("overwrite", False, "Replace an existing --output file.")
     flags.DEFINE_enum("quantize", "none", QUANTIZATIONS, "Weight quantization (full_int8: activations too, "
                       "calibrated on --representative_file).")
     flags.DEFINE_string("representative_file", None, "full_int8: a UTF-8 file of the task's texts, one example per "
-                        f"line (a pair: two tab-separated fields); the first {MAX_REPRESENTATIVE_EXAMPLES} are used.")
+                        "line (a pair: two tab-separated fields, or 'text_a ||| text_b'); the first "
+                        f"{MAX_REPRESENTATIVE_EXAMPLES} are used.")
     flags.DEFINE_enum("signature", "serving_default", ["serving_default", "serve_tokens"], "Signature to convert.")
     run_main(main)

@@ -17,7 +17,8 @@ TEXTS = ["Peter Blackburn flew to Brussels on Monday.", "", "Zürich, 東京 and
 SECOND = ["He went to Belgium.", "Nothing here", "short", ""]
 
 
-# Command lines the CLI must refuse in one line (flags with {tmp}: the case's folder), each: (flags, message).
+# Command lines the CLI must refuse in one line (flags with {tmp}: the case's folder, {export}: the classifier's
+# version directory; --saved_model_dir defaults to {tmp}/export, which does not exist), each: (flags, message).
 BAD_COMMAND_LINES = {
     "proc": (["--output=/proc/model.tflite"], "--output=/proc/model.tflite cannot be written: No such file or "
              "directory (the folder /proc takes no new files)"),
@@ -27,24 +28,36 @@ BAD_COMMAND_LINES = {
                "--overwrite to replace it"),
     "utf8": (["--output={tmp}/model.tflite", "--quantize=full_int8", "--representative_file={tmp}/texts.txt"],
              "{tmp}/texts.txt:2: not UTF-8 text (byte 0xe9 at column 4); save the file as UTF-8"),
+    "missing": (["--output={tmp}/model.tflite"], "no such export directory: {tmp}/export"),
+    "no_export": (["--saved_model_dir={tmp}", "--output={tmp}/model.tflite"],
+                  "{tmp}: no saved_model.pb and no numeric version directory (an export of python -m "
+                  "export.saved_model)"),
+    "fields": (["--saved_model_dir={export}", "--output={tmp}/model.tflite", "--quantize=full_int8",
+                "--representative_file={tmp}/pairs.txt"],
+               "{tmp}/pairs.txt:3: 1 text(s), but the signature takes 2 (text, text_b); a line holds one text, or a "
+               "pair as two tab-separated fields or 'text_a ||| text_b'"),
 }
 
 
 @pytest.fixture(scope="module")
 def cli_runs(exports, tmp_path_factory):
     """`python -m export.tflite` command lines, as children of one TensorFlow import: "convert" (the classifier's
-    serving_default, float32) and each of BAD_COMMAND_LINES. name -> (CompletedProcess, its folder)."""
+    serving_default, float32, from its export directory: the latest version) and each of BAD_COMMAND_LINES.
+    name -> (CompletedProcess, its folder)."""
     root = tmp_path_factory.mktemp("lite")
     folders = {name: root / name for name in ["convert", *BAD_COMMAND_LINES]}
-    commands = [("export.tflite", [f"--saved_model_dir={exports['classifier']}",
+    commands = [("export.tflite", [f"--saved_model_dir={os.path.dirname(exports['classifier'])}",
                                    f"--output={folders['convert'] / 'mrpc.tflite'}", "--quantize=none"])]
     for name, (flags, _) in BAD_COMMAND_LINES.items():
         tmp = folders[name]
         tmp.mkdir()
         (tmp / "texts.txt").write_bytes(b"A sentence.\ncaf\xe9\n")
         (tmp / "notes.txt").write_text("mine\n")
-        commands.append(("export.tflite", [f"--saved_model_dir={tmp / 'export'}",
-                                           *[flag.format(tmp=tmp) for flag in flags]]))
+        (tmp / "pairs.txt").write_text("A ||| B\n\nC\n")
+        flags = [flag.format(tmp=tmp, export=exports["classifier"]) for flag in flags]
+        default = [] if any(flag.startswith("--saved_model_dir=") for flag in flags) else [
+            f"--saved_model_dir={tmp / 'export'}"]
+        commands.append(("export.tflite", default + flags))
     folders["convert"].mkdir()
     results = run_forked(commands, root)
     return {name: (result, folders[name]) for name, result in zip(folders, results)}
@@ -169,8 +182,8 @@ def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices
 
 @pytest.mark.parametrize("name", [
     pytest.param("proc", marks=pytest.mark.skipif(not os.path.isfile("/proc/version"), reason="needs Linux's /proc")),
-    "file", "exists", "utf8"])
-def test_a_bad_representative_file_or_an_output_that_cannot_or_may_not_be_written_is_one_line(cli_runs, name):
+    "file", "exists", "utf8", "missing", "no_export", "fields"])
+def test_a_bad_export_representative_file_or_output_is_one_line_naming_it(cli_runs, name):
     result, tmp_path = cli_runs[name]
     message = BAD_COMMAND_LINES[name][1]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]

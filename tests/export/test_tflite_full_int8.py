@@ -114,6 +114,15 @@ def test_full_int8_refuses_a_graph_without_the_feed_forward_output(exports, mrpc
                        tflite.read_representative_file(str(mrpc_pairs)))
 
 
+def test_a_representative_pair_is_tab_separated_or_split_at_three_bars_as_predict_reads_it(tmp_path):
+    (tmp_path / "texts.txt").write_text("A cat. ||| A dog.\n\nOne\tTwo\nAlone\n", encoding="utf-8")
+    examples = tflite.read_representative_file(str(tmp_path / "texts.txt"))
+    assert examples == [("A cat.", "A dog."), ("One", "Two"), ("Alone",)] and examples.lines == [1, 3, 4]
+    (tmp_path / "bad.txt").write_text("A\na ||| b ||| c\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad.txt:2: 2 '\|\|\|' separators"):
+        tflite.read_representative_file(str(tmp_path / "bad.txt"))
+
+
 def test_full_int8_needs_representative_texts(exports, tmp_path):
     with pytest.raises(ValueError, match="--representative_file"):
         tflite.convert(exports["classifier"], "serving_default", "full_int8")
