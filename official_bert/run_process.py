@@ -1,7 +1,13 @@
 """A run's process: seed, determinism, precision and `tf.distribute` strategy, which process writes, and the
 training stream each worker reads under that strategy."""
 
+import glob
+import logging
+import os
+import shutil
 import tempfile
+
+logger = logging.getLogger(__name__)
 
 # The `tf.distribute` strategies a run can use (`--distribution_strategy`).
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
@@ -63,7 +69,7 @@ def start_process(config):
     training.set_mixed_precision(config.mixed_precision)
     strategy = get_strategy(config.distribution_strategy, config.tpu)
     chief = is_chief(strategy, config.distribution_strategy)
-    return strategy, chief, config.model_dir if chief else tempfile.mkdtemp(prefix="official_bert_worker_")
+    return strategy, chief, config.model_dir if chief else scratch_dir("worker")
 
 
 def resumable_stream(make_batches, strategy, config):
@@ -88,3 +94,31 @@ def resumable_stream(make_batches, strategy, config):
 
     return lambda skip_batches: strategy.distribute_datasets_from_function(
         lambda context: per_worker(skip_batches, context))
+
+
+def scratch_dir(purpose):
+    """A new temporary folder of this process, `official_bert_<purpose>_<pid>_*`, for the caller to delete; first
+    deletes those that processes no longer running left (a run killed with SIGKILL cannot delete its own).
+
+    Args:
+        purpose: a word naming what the folder holds ("run": a run's vocab files; "worker": a non-chief worker's
+            checkpoints).
+    """
+    prefix = f"official_bert_{purpose}_"
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), f"{prefix}*_*")):
+        pid = os.path.basename(path)[len(prefix):].split("_")[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+            logger.info("Deleted %s, left by a run that was killed", path)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}_")
+
+
+def _running(pid):
+    """Whether a process `pid` exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -26,7 +26,6 @@ import functools
 import logging
 import os
 import shutil
-import tempfile
 
 from official_bert import model_dir as model_dirs
 from official_bert import owned_files
@@ -34,7 +33,7 @@ from official_bert import run_record as run_records
 from official_bert.run_checkpoint import resolve_checkpoint_settings
 from official_bert.run_config import RunConfig, RunContext  # noqa: F401 (RunConfig: imported from here by users)
 from official_bert.run_model_dir import check_output, prepare_model_dir, record_run_settings
-from official_bert.run_process import start_process
+from official_bert.run_process import scratch_dir, start_process
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +109,7 @@ def run(task, config):
     task.read_data(config, bert_config)  # every file it will read, before anything is written
 
     strategy, chief, out_dir = start_process(config)
-    scratch = tempfile.mkdtemp(prefix="official_bert_run_")  # the vocab the run's tokenizers read
+    scratch = scratch_dir("run")  # the vocab the run's tokenizers read
     try:
         vocab_file = write_tokenizer_files(tokens, scratch) if tokens is not None else None
         tokenizer = tokenizer_from_files(vocab_file, lower_case) if vocab_file else None

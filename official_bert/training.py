@@ -328,8 +328,9 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         write_dir: where this process writes checkpoints, logs and `train_results.json` (default: `model_dir`).
             Under `MultiWorkerMirroredStrategy` the non-chief workers pass a temporary directory of their own,
             as TF recommends; every worker still resumes from `<model_dir>/checkpoints`, the chief's.
-    Returns: a dict of `steps` (this invocation), `seconds` (wall time of fit) and the `ThroughputLogger`
-        summary; written to `<model_dir>/train_results.json` too. None when the run was already complete.
+    Returns: a dict of `steps` (this invocation's: a resumed run's last part), `from_step` (where it started: 0, or
+        the step it resumed at), `total_steps`, `seconds` (wall time of fit) and the `ThroughputLogger` summary;
+        written to `<model_dir>/train_results.json` too. None when the run was already complete.
     """
     optimizer = model.optimizer
     steps_done = tf.Variable(0, dtype=tf.int64, trainable=False, name="steps_done")  # host-side, set when saving
@@ -372,7 +373,8 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
                             callbacks=all_callbacks, shuffle=False, verbose=verbose if to_terminal else 0)
     finally:  # Keras skips on_train_end when fit raises: Ctrl-C must not stay caught after this
         stop_on_interrupt.restore_handler()
-    results = {"steps": total_steps - done, "seconds": time.perf_counter() - start, "batch_size": batch_size,
+    results = {"steps": total_steps - done, "from_step": done, "total_steps": total_steps,
+               "seconds": time.perf_counter() - start, "batch_size": batch_size,
                "final_loss": float(history.history["loss"][-1]), **throughput.summary()}
     write_json(owned_files.claim(write_dir, "train_results.json"), results)
     return results

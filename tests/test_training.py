@@ -88,6 +88,7 @@ def test_several_steps_per_call_train_as_one_per_call_and_stop_at_the_runs_end(t
     assert [line.split()[1] for line in lines] == ["21/25", "25/25"]  # calls end at 9, 13, 17, 21 and 25
     results = json.loads((tmp_path / "four" / "train_results.json").read_text())
     assert results["steps"] == 20 and results["steady_steps"] == 16  # the first call (4 steps) is left out
+    assert (results["from_step"], results["total_steps"]) == (5, 25)  # this invocation's part of the run
 
     events = EventAccumulator(str(tmp_path / "four" / "logs" / "train"), size_guidance={"tensors": 0})
     events.Reload()
