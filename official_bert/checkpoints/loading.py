@@ -86,8 +86,8 @@ def _check_leftovers(unused: Iterable[str], fmt: str, hf_prefix: str, source: st
             f"the weights?): {', '.join(unexpected[:10])}{' ...' if len(unexpected) > 10 else ''}")
     heads = [n for n in unused if not n.startswith(prefixes)]
     if heads:
-        logger.info("%s: %d head variable(s) not loaded into the encoder: %s", source, len(heads),
-                    ", ".join(heads[:10]) + (" ..." if len(heads) > 10 else ""))
+        logger.info("%s: %d head variable(s), not the encoder's (a task loads the heads it has): %s", source,
+                    len(heads), ", ".join(heads[:10]) + (" ..." if len(heads) > 10 else ""))
 
 
 def load_config(reader: CheckpointReader) -> BertConfig:

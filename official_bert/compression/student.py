@@ -11,8 +11,8 @@ def parse_layers(text, num_teacher_layers):
     """Teacher layer indices from "0,2,4".
 
     Raises:
-        ValueError: an index that is not an integer in [0, num_teacher_layers), a repeated index, or none at all;
-            the message names `--student_layers`.
+        ValueError: an index that is not an integer in [0, num_teacher_layers), a repeated index, indices out of
+            the teacher's order, or none at all; the message names `--student_layers`.
     """
     try:
         layers = [int(part) for part in text.split(",") if part.strip()]
@@ -27,6 +27,10 @@ def parse_layers(text, num_teacher_layers):
                          f"0..{num_teacher_layers - 1}")
     if len(set(layers)) != len(layers):
         raise ValueError(f"--student_layers={text}: a layer is named twice")
+    if layers != sorted(layers):
+        in_order = ",".join(map(str, sorted(layers)))
+        raise ValueError(f"--student_layers={text}: name the layers in the teacher's order ({in_order}); a "
+                         "student's layers run in the order given")
     return layers
 
 

@@ -61,7 +61,8 @@ def test_a_student_of_every_layer_is_the_teacher(teacher):
 
 def test_layer_arguments_are_checked():
     assert parse_layers("0, 2,4", 6) == [0, 2, 4]
-    for text, message in (("0,6", "out of range"), ("1,1", "twice"), ("a", "comma-separated"), ("", "empty")):
+    for text, message in (("0,6", "out of range"), ("1,1", "twice"), ("a", "comma-separated"), ("", "empty"),
+                          ("4,2,0", r"in the teacher's order \(0,2,4\)")):
         with pytest.raises(ValueError, match=message):
             parse_layers(text, 6)
     assert uniform_layer_map(3, 6) == [1, 3, 5] and uniform_layer_map(2, 4) == [1, 3]
