@@ -8,11 +8,18 @@ or opening quote); a real corpus would use a proper splitter (e.g. NLTK punkt or
 """
 
 import json
+import logging
 import re
 
 import tensorflow as tf
 
 from official_bert.text_files import read_lines, read_text
+
+logger = logging.getLogger(__name__)
+
+# A file of more lines than this without a blank one is warned about: its lines are one document.
+ONE_DOCUMENT_LINES = 1000
+_warned_one_document = set()  # the files warned about in this process (a corpus is read again each epoch)
 
 def expand_file_patterns(file_patterns):
     """Expands comma-separated globs (or a list of them) to a sorted, de-duplicated list of files.
@@ -46,7 +53,8 @@ def read_documents(files):
     """Streams documents from text files: one sentence per line, blank lines between documents.
 
     Lines are stripped; a blank (or whitespace-only) line ends a document, and so does the end of a file;
-    empty documents are skipped.
+    empty documents are skipped. A file of more than `ONE_DOCUMENT_LINES` lines and no blank line is warned about
+    (once a process): it is one document.
 
     Args:
         files: list of paths (local or any `tf.io.gfile` file system).
@@ -58,15 +66,20 @@ def read_documents(files):
         ValueError: a line that is not UTF-8, naming the file and line.
     """
     for path in files:
-        document = []
+        document, documents = [], 0
         for _, line in read_lines(path):
             line = line.strip()
             if line:
                 document.append(line)
             elif document:
                 yield document
-                document = []
+                document, documents = [], documents + 1
         if document:
+            if not documents and len(document) > ONE_DOCUMENT_LINES and path not in _warned_one_document:
+                _warned_one_document.add(path)
+                logger.warning("%s: no blank line between its %d lines, so they are one document (a random next "
+                               "sentence then comes from another file, or from this one); put a blank line between "
+                               "documents", path, len(document))
             yield document
 
 
