@@ -60,9 +60,14 @@ def _frozen_module(saved_model_dir, signature):
     from official_bert import keras_compat
 
     weights = tf.train.load_checkpoint(os.path.join(saved_model_dir, "variables", "variables"))
-    if tf.bfloat16 in weights.get_variable_to_dtype_map().values():
+    dtypes = set(weights.get_variable_to_dtype_map().values())
+    if tf.bfloat16 in dtypes:
         raise ValueError(f"{saved_model_dir} holds bfloat16 weights (export.saved_model --precision=bfloat16), "
                          "which TFLite cannot run; convert a float32 export (--quantize=float16 halves its size)")
+    if tf.int8 in dtypes:  # Keras' quantized layers: the converter fails on their ops
+        raise ValueError(f"{saved_model_dir} holds int8 weights (export.saved_model --precision=int8), which the "
+                         "TFLite converter cannot read; convert a float32 export (--quantize=dynamic_int8 or "
+                         "full_int8 gives int8 weights)")
     loaded = tf.saved_model.load(saved_model_dir)
     if signature not in loaded.signatures:
         raise ValueError(f"{saved_model_dir} has no signature {signature!r}; it has {sorted(loaded.signatures)}")

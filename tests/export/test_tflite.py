@@ -148,6 +148,12 @@ def test_a_bfloat16_export_is_refused_with_the_way_out(export_of, saved_of):
         tflite.convert(version_dir, "serving_default", "none")
 
 
+@pytest.mark.parametrize("quantize", ["none", "dynamic_int8"])
+def test_an_int8_export_is_refused_with_the_way_out(export_of, quantize):
+    with pytest.raises(ValueError, match=r"int8 weights \(export.saved_model --precision=int8\).* convert a float32"):
+        tflite.convert(export_of("classifier", "int8"), "serving_default", quantize)
+
+
 def test_multiple_choice_float_model_equals_the_saved_model_with_missing_choices(export_of, saved_of):
     version_dir = export_of("multiple_choice")  # sequence length 48
     signatures = saved_of("multiple_choice").signatures
