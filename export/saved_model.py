@@ -15,6 +15,7 @@ docs/export.md.
 """
 
 import errno
+import logging
 import os
 import secrets
 import shutil
@@ -36,6 +37,7 @@ FLAGS = flags.FLAGS
 DEFAULT_ENCODER_SEQ_LENGTH = 128
 # What `python -m export.saved_model` with no flags exports: the model_dir of the README's first command (the demo).
 DEMO_MODEL_DIR = os.path.join("out", "demo")
+logger = logging.getLogger(__name__)
 
 
 def _tokenizer_assets(vocab_file, config):
@@ -241,10 +243,13 @@ def save(module, export_dir, version=None):
     staging = owned_files.claim(export_dir, _staging_name(version))  # not numeric: servers ignore it
     os.makedirs(staging)
     try:
+        logger.info("Tracing the signatures and saving them to %s", staging)
         root, signatures = module.saved_object()
         tf.saved_model.save(root, staging, signatures=signatures, options=serving_save_options())
         os.makedirs(os.path.join(staging, "assets.extra"), exist_ok=True)
-        write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), module.warmup_requests())
+        requests = module.warmup_requests()
+        logger.info("Writing %d TF Serving warm-up requests", len(requests))
+        write_warmup_file(os.path.join(staging, "assets.extra", WARMUP_FILE), requests)
         output_files.give_default_permissions(staging)  # a server running as another user must read it
         owned_files.claim(export_dir, str(version))
         try:
@@ -268,6 +273,7 @@ def export(model_dir, export_dir, version=None, max_seq_length=None, top_k=None,
     """Builds and saves the serving module of a model_dir (arguments: `build_module`'s); returns the version
     directory."""
     owned_files.check_writable_here(export_dir, "--export_dir", allowed=str.isdigit)  # before the minutes of building
+    logger.info("Loading %s (%s)", model_dir, precision)
     with tempfile.TemporaryDirectory() as staging_dir:
         module = build_module(model_dir, staging_dir, max_seq_length, top_k, precision, jit_compile, max_windows)
         return save(module, export_dir, version)
