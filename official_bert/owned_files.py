@@ -2,15 +2,18 @@
 
 Every directory official-bert writes into (a model_dir, an `--output_dir`, an export base directory) holds
 `.official_bert_files.json`: the names of the entries official-bert made there, each recorded *before* it is
-made, so a run killed at any moment leaves nothing unrecorded. A recorded folder is ours whole (official-bert
-made it and writes only there). The rules every writer keeps:
+made, so a run killed at any moment leaves nothing unrecorded. A recorded folder is ours, but a user may add a
+file inside it (a model card in `encoder/`, notes in `logs/`): `_FOLDER_CONTENTS` names what official-bert writes
+in each of its folders (any name in `predictions/`, whose files are named after the user's input files), and a
+recorded folder not in that table is ours whole. The rules every writer keeps:
 
 - `check_writable_here(directory, flag)`: before a run writes anything, a directory that holds an entry it did
   not record is refused, naming a few of those entries (`ForeignFilesError`). An empty or missing directory is
   fine.
 - `claim(directory, name)`: records `name` and returns its path; call it before creating the entry.
 - `remove_ours(directory)`: deletes the recorded entries (for `--overwrite`); a symbolic link is removed, never
-  followed, and everything else stays.
+  followed, and everything else stays. A recorded folder holding a file official-bert does not write there is
+  refused before anything is deleted, naming a few of those files (`ForeignFilesError`).
 
 A model_dir written by an official-bert older than this record (a task.json, no record) is adopted once: the
 entries with the names those versions wrote are recorded as ours; anything else there stays foreign.
@@ -21,6 +24,7 @@ Examples:
 >>> path = claim("out/mrpc", "eval_results.json")
 """
 
+import fnmatch
 import json
 import logging
 import os
@@ -38,6 +42,21 @@ _LEGACY_MODEL_DIR_NAMES = frozenset([
     "eval_results.json", "predictions", "predictions.json", "nbest_predictions.json", "null_odds.json",
     "sparsity.json", "importance.json"])
 _SHOWN = 5  # foreign entries named in an error
+# The files save_encoder and save_pretrainer write in a Hugging Face directory (`checkpoints/loading.py`
+# write_hf_directory, `model_dir.write_tokenizer_config`).
+_HF_FILES = ("config.json", "model.safetensors", "tokenizer_config.json", "vocab.txt", "vocab.json", "merges.txt",
+             "spiece.model")
+# What official-bert writes inside the folders it records: recorded folder -> patterns (fnmatch, `*` spanning
+# sub-folders) of the paths of the files in it. `remove_ours` deletes such a folder only when every file matches.
+_FOLDER_CONTENTS = {
+    # TensorFlow's CheckpointManager: `checkpoint` (written through `checkpoint.tmp<hex>`), `ckpt-<n>.index` and
+    # `.data-*`, and `ckpt-<n>_temp/` while a checkpoint is being written.
+    "checkpoints": ("checkpoint", "checkpoint.tmp*", "ckpt-*"),
+    "logs": ("*events.out.tfevents.*",),  # TensorBoard's, in logs/train/ (training.StepSummaries)
+    "encoder": _HF_FILES,
+    "pretrainer": _HF_FILES,
+    "predictions": ("*",),  # named after the user's input files (tasks/base.predictions_path): any name is ours
+}
 
 
 class ForeignFilesError(ValueError):
@@ -131,10 +150,31 @@ def check_writable_here(directory, flag, allowed=lambda name: False):
         raise ValueError(f"{flag}={directory} cannot be made: {in_the_way} is a file, not a directory")
     foreign = foreign_entries(directory, allowed)
     if foreign:
-        shown = ", ".join(foreign[:_SHOWN]) + (f" and {len(foreign) - _SHOWN} more" if len(foreign) > _SHOWN else "")
-        raise ForeignFilesError(f"{flag}={directory} holds files official-bert did not write ({shown}); it writes "
-                                f"only into an empty directory or one of its own: pass another {flag}, or move "
-                                "those files")
+        raise ForeignFilesError(f"{flag}={directory} holds files official-bert did not write ({_listed(foreign)}); "
+                                f"it writes only into an empty directory or one of its own: pass another {flag}, or "
+                                "move those files")
+
+
+def _listed(names):
+    """The first few of `names`, and how many more."""
+    return ", ".join(names[:_SHOWN]) + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def _files_not_ours(directory, names):
+    """The files in the recorded folders `names` of `directory` that official-bert does not write there (sorted
+    paths relative to `directory`; `_FOLDER_CONTENTS`). Links are looked at by their name, never followed."""
+    foreign = []
+    for name in sorted(names):
+        folder, patterns = os.path.join(directory, name), _FOLDER_CONTENTS.get(name)
+        if patterns is None or os.path.islink(folder) or not os.path.isdir(folder):
+            continue  # ours whole, or a file or link that is removed alone
+        for root, folders, files in os.walk(folder):
+            links = [entry for entry in folders if os.path.islink(os.path.join(root, entry))]
+            for entry in files + links:
+                path = os.path.relpath(os.path.join(root, entry), folder)
+                if not any(fnmatch.fnmatchcase(path, pattern) for pattern in patterns):
+                    foreign.append(os.path.join(name, path))
+    return sorted(foreign)
 
 
 def remove_entry(path):
@@ -150,8 +190,17 @@ def remove_ours(directory, keep=()):
     """Deletes the entries official-bert recorded in `directory`, except `keep`; returns their names.
 
     Everything official-bert did not record stays, and so does the record of what is kept.
+
+    Raises:
+        ForeignFilesError: a recorded folder holds a file official-bert does not write there (`_files_not_ours`);
+            nothing is deleted.
     """
     names = recorded(directory)
+    foreign = _files_not_ours(directory, names - set(keep))
+    if foreign:
+        raise ForeignFilesError(f"{directory} holds files official-bert did not write inside its own folders "
+                                f"({_listed(foreign)}); nothing was deleted: move them out of {directory} and run "
+                                "again")
     removed = []
     for name in sorted(names - set(keep)):
         path = os.path.join(directory, name)

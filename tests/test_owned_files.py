@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_remove_ours_leaves_everything_else_and_follows_no_link(tmp_path):
     (tmp_path / "beside.txt").write_text("beside")
     owned_files.claim(str(model_dir), "checkpoints")
     (model_dir / "checkpoints").mkdir()
-    (model_dir / "checkpoints" / "link").symlink_to(outside)  # a link inside one of our folders
+    (model_dir / "checkpoints" / "ckpt-1_temp").symlink_to(outside)  # a link with our name inside our folder
     owned_files.claim(str(model_dir), "logs")
     (model_dir / "logs").symlink_to(outside)  # one of our names, now a link out of the model_dir
     owned_files.claim(str(model_dir), "run.lock")
@@ -55,6 +56,34 @@ def test_remove_ours_leaves_everything_else_and_follows_no_link(tmp_path):
     assert sorted(os.listdir(model_dir)) == [owned_files.RECORD_FILE, "run.lock"]
     assert (outside / "thesis.txt").read_text() == "my thesis" and (tmp_path / "beside.txt").read_text() == "beside"
     assert owned_files.recorded(str(model_dir)) == {"run.lock"}
+
+
+def _finished_run(model_dir):
+    """A model_dir with the files a training run leaves inside its folders."""
+    files = ["checkpoints/checkpoint", "checkpoints/ckpt-2.index", "checkpoints/ckpt-2.data-00000-of-00001",
+             "checkpoints/ckpt-3_temp/part-00000-of-00001.index", "logs/train/events.out.tfevents.1796.vm.14972.0.v2",
+             "encoder/config.json", "encoder/model.safetensors", "encoder/vocab.txt", "encoder/tokenizer_config.json",
+             "predictions/any name a user's input file has.tsv", "task.json"]
+    for name in files:
+        owned_files.claim(str(model_dir), name.split("/")[0])
+        (model_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (model_dir / name).write_text("ours")
+
+
+def test_a_file_of_the_users_inside_our_folders_is_refused_and_nothing_is_deleted(tmp_path):
+    _finished_run(tmp_path)
+    (tmp_path / "encoder" / "README.md").write_text("my model card")
+    (tmp_path / "logs" / "notes.txt").write_text("my notes")
+    before = sorted(str(path) for path in tmp_path.rglob("*"))
+    refused = (re.escape(str(tmp_path)) + r" holds files official-bert did not write inside its own folders "
+               r"\(encoder/README.md, logs/notes.txt\); nothing was deleted: move them out")
+    with pytest.raises(ForeignFilesError, match=refused):
+        owned_files.remove_ours(str(tmp_path))
+    assert sorted(str(path) for path in tmp_path.rglob("*")) == before
+    (tmp_path / "encoder" / "README.md").unlink()
+    (tmp_path / "logs" / "notes.txt").unlink()
+    assert owned_files.remove_ours(str(tmp_path)) == ["checkpoints", "encoder", "logs", "predictions", "task.json"]
+    assert os.listdir(tmp_path) == [owned_files.RECORD_FILE]
 
 
 def test_a_model_dir_of_an_older_version_is_adopted_by_our_names_only(tmp_path):
