@@ -180,8 +180,8 @@ class PretrainingTask(Task):
 
             logger.info("Reading --%s (%d file(s)) to check it is UTF-8 text", flag, len(paths))
             if not any([holds_text(path) for path in paths]):  # (a list: every file is checked)
-                raise ValueError(f"--{flag}: {', '.join(paths[:3])} {_hold(paths)} no text (empty, or blank lines only); "
-                                 "nothing to pre-train on")
+                raise ValueError(f"--{flag}: {', '.join(paths[:3])} {_hold(paths)} no text (empty, or blank lines "
+                                 "only); nothing to pre-train on")
             return
         from official_bert.data.pretraining_records import check_record_file
 

@@ -43,8 +43,9 @@ def _expected_flags(module):
 def _python_m(module, *args):
     """`python -X importtime -m module args` from the repository root: the CompletedProcess and the names of the
     top-level packages it imported."""
-    result = subprocess.run([sys.executable, "-X", "importtime", "-m", module, *args], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    command = [sys.executable, "-X", "importtime", "-m", module, *args]
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     imported = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines()
                 if line.startswith("import time:")}
     return result, imported
