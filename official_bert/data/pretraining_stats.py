@@ -42,7 +42,8 @@ class MaskingStatistics:
 
     COUNTERS = ("instances", "tokens", "predictions", "count_equal", "count_below", "count_above", "special_masked",
                 "mask_token", "unchanged", "random_token", "random_next", "split_words", "padding_nonzero",
-                "document_passes", "short_targets", "generated_instances", "forced_random_next",
+                "document_passes", "short_targets", "generated_instances", "forced_random_next", "long_sentences",
+                "long_sentence_pieces_cut",
                 *(f"ngram_{n}" for n in range(1, MAX_NGRAM + 1)))
 
     def __init__(self, vocab, masked_lm_prob, max_predictions_per_seq, do_whole_word_mask=False,
@@ -103,7 +104,8 @@ class MaskingStatistics:
         continues = candidate[:, 1:] & candidate[:, :-1] & self._is_suffix[original[:, 1:]]
         c["split_words"] += int(((selected[:, 1:] != selected[:, :-1]) & continues).any(axis=1).sum())
 
-    def update_generation(self, document_targets, max_num_tokens, forced_random_next, ngram_draws=None):
+    def update_generation(self, document_targets, max_num_tokens, forced_random_next, ngram_draws=None,
+                          sentence_lengths=()):
         """Adds generator-side facts that the records do not hold.
 
         Args:
@@ -112,7 +114,12 @@ class MaskingStatistics:
             max_num_tokens: max_seq_length - 3 (targets below it are the short ones).
             forced_random_next: one bool per instance: B random because the chunk held one sentence.
             ngram_draws: {n: spans drawn with length n where all lengths were open} (n-gram masking).
+            sentence_lengths: the pieces of each sentence of the chunk: one longer than `max_num_tokens` is cut (by
+                at least its excess) in every pair it is in.
         """
+        lengths = np.asarray(sentence_lengths, dtype=np.int64)
+        self.counts["long_sentences"] += int((lengths > max_num_tokens).sum())
+        self.counts["long_sentence_pieces_cut"] += int(np.maximum(lengths - max_num_tokens, 0).sum())
         for n, count in (ngram_draws or {}).items():
             self.counts[f"ngram_{n}"] += count
         document_targets = np.asarray(document_targets)

@@ -91,7 +91,8 @@ class ChunkProcessor:
         arrays = instances_to_arrays(instances, c.max_seq_length, c.max_predictions_per_seq)
         stats = self.new_statistics()
         stats.update(arrays)
-        stats.update_generation(targets, c.max_seq_length - 3, [i.forced_random_next for i in instances], ngram_draws)
+        stats.update_generation(targets, c.max_seq_length - 3, [i.forced_random_next for i in instances], ngram_draws,
+                                [len(sentence) for document in tokenized for sentence in document])
         return ChunkResult(serialize_arrays(arrays), stats, len(documents), sum(len(d) for d in documents), empty,
                            instances[0].tokens if instances else [])
 
@@ -171,6 +172,11 @@ def write_pretraining_records(input_files, output_paths, config, num_workers=2, 
         if stats is None or stats.counts["instances"] == 0:
             raise ValueError(f"no instance could be built from {len(input_files)} input file(s) "
                              f"({input_files[:3]}...): they hold no non-empty sentence")
+    if stats.counts["long_sentences"]:
+        logger.warning("%d of %d sentences (lines) are longer than a sequence (%d pieces with --max_seq_length=%d): at "
+                       "least %d of their pieces are cut, in every pass; put one sentence a line",
+                       stats.counts["long_sentences"], totals["sentences"], config.max_seq_length - 3,
+                       config.max_seq_length, stats.counts["long_sentence_pieces_cut"])
     seconds = time.perf_counter() - start
     logger.info("Done: %d documents, %d instances in %d files, %.1f s", totals["documents"],
                 stats.counts["instances"], len(output_paths), seconds)

@@ -2,6 +2,7 @@
 statistics on the written records, the same bytes from one process, and no overwriting. Its command lines run as
 children of one process (`forked_commands`): TensorFlow is imported once."""
 
+import logging
 import math
 import pathlib
 
@@ -142,6 +143,18 @@ def test_whole_word_masking_and_bad_input(corpus, vocab_file, tmp_path):
     with pytest.raises(ValueError, match="num_output_shards=2"):
         output_paths("a.tfrecord,b.tfrecord,c.tfrecord", 2)
     assert np.array_equal(output_paths("x", 2), ["x-00000-of-00002", "x-00001-of-00002"])
+
+
+def test_sentences_longer_than_a_sequence_are_counted_in_a_warning(vocab_file, tmp_path, caplog):
+    """A line of 200 words at max_seq_length 32 (29 pieces a pair) loses at least 171 pieces in each pass."""
+    corpus = tmp_path / "long.txt"
+    corpus.write_text("A short sentence.\n" + " ".join(["word"] * 200) + "\nAnother one.\n\nA second document.\n")
+    config = PretrainingDataConfig(vocab_file=vocab_file, max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1)
+    with caplog.at_level(logging.WARNING, logger="official_bert.data.pretraining_writer"):
+        result = write_pretraining_records([str(corpus)], [str(tmp_path / "long.tfrecord")], config, num_workers=0)
+    assert result["statistics"].counts["long_sentences"] == 1
+    assert ("1 of 4 sentences (lines) are longer than a sequence (29 pieces with --max_seq_length=32): at least 171 "
+            "of their pieces are cut, in every pass; put one sentence a line") in caplog.text
 
 
 @pytest.mark.parametrize("index", range(len(REFUSALS)))
