@@ -12,6 +12,7 @@ written by either tool are read by both:
 import contextlib
 import logging
 import os
+import struct
 
 import numpy as np
 import tensorflow as tf
@@ -108,14 +109,38 @@ def parse_batch(serialized, max_seq_length, max_predictions_per_seq):
     return out
 
 
+def first_record(path):
+    """The first record of an uncompressed TFRecord file, bytes, or None when the file is empty.
+
+    Read with plain file reads, not `tf.data`: a run checks its files before its `tf.distribute` strategy starts, and
+    an eager TensorFlow op then makes a `MultiWorkerMirroredStrategy` fail ("Collective ops must be configured at
+    program startup").
+
+    Raises:
+        ValueError: the file ends inside its first record (not a TFRecord file).
+    """
+    from official_bert.text_files import open_binary
+
+    with open_binary(path) as f:
+        header = f.read(12)  # uint64 length, uint32 CRC of the length
+        if not header:
+            return None
+        length = struct.unpack("<Q", header[:8])[0] if len(header) == 12 else -1
+        data = f.read(length) if length >= 0 else b""
+        if length < 0 or len(data) < length:
+            raise ValueError(f"{path}: not a TFRecord file (it ends inside its first record)")
+        return data
+
+
 def check_record_file(path, max_seq_length, max_predictions_per_seq):
     """Reads the first record of a file and raises ValueError naming the file and feature if it does not fit.
 
     Returns:
         True if the file has a record, False if it is empty.
     """
-    for serialized in tf.data.TFRecordDataset(path).take(1):
-        example = tf.train.Example.FromString(serialized.numpy())
+    serialized = first_record(path)
+    if serialized is not None:
+        example = tf.train.Example.FromString(serialized)
         expected = {"input_ids": max_seq_length, "input_mask": max_seq_length, "segment_ids": max_seq_length,
                     "masked_lm_positions": max_predictions_per_seq, "masked_lm_ids": max_predictions_per_seq,
                     "masked_lm_weights": max_predictions_per_seq, "next_sentence_labels": 1}
