@@ -223,9 +223,9 @@ def read_examples(input_file, order, columns=None, choices=False):
         FileNotFoundError: no such file.
         ValueError: an unknown extension or a malformed or blank line, naming the file and the line.
     """
-    from official_bert.data.labeled_text_files import FORMATS, Columns, read_json_lines, read_labeled_texts
+    from official_bert.data.labeled_text_files import FORMATS, Columns, read_labeled_texts
     from official_bert.data.text_lines import parse_text_line
-    from official_bert.text_files import path_exists, read_lines
+    from official_bert.text_files import path_exists, read_json_lines, read_lines
 
     if not path_exists(input_file):
         raise FileNotFoundError(f"no such input file: {input_file}")

@@ -16,9 +16,11 @@ Examples:
 ...     print(lineno, line.rstrip("\\n"))
 1 The cat sat.
 >>> squad = json.loads(read_text("dev-v1.1.json"))  # the whole file, decoded once
+>>> rows = [row for _, row in read_json_lines("train.jsonl", skip_blank=True)]  # a JSON value a line
 """
 
 import codecs
+import json
 import os
 from typing import Iterator, Tuple
 
@@ -120,6 +122,31 @@ def read_text(path) -> str:
         end = data.find(b"\n", at)
         line = data[start:end if end >= 0 else len(data)]
         raise not_utf8_error(path, data.count(b"\n", 0, at) + 1, line, at - start) from None
+
+
+def read_json_lines(path, skip_blank=False, expected="one JSON value a line"):
+    """Yields `(line number, value)` per line of a JSON-lines file, lazily.
+
+    Args:
+        path: the file.
+        skip_blank: skip blank lines; False: a blank line is an error.
+        expected: what a line holds, in words, for the errors.
+
+    Raises:
+        ValueError: a line that is blank (unless `skip_blank`), not UTF-8 or not JSON, naming the file, the line and
+            (JSON) the column within the line.
+    """
+    for lineno, line in read_lines(path):
+        if not line.strip():
+            if skip_blank:
+                continue
+            raise ValueError(f"{path}:{lineno}: empty line; expected {expected}")
+        try:
+            value = json.loads(line.rstrip("\r\n"))  # without the line's end: an error's column is within the line
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{lineno}: not valid JSON ({error.msg} at column {error.colno}); expected "
+                             f"{expected}") from None
+        yield lineno, value
 
 
 def holds_text(path, chunk_bytes=1 << 24) -> bool:

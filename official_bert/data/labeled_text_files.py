@@ -32,7 +32,7 @@ import math
 import os
 from typing import List, Optional
 
-from official_bert.text_files import path_exists, read_lines
+from official_bert.text_files import path_exists, read_json_lines, read_lines
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 DEFAULT_TEXT_COLUMNS = ("text", "sentence", "sentence1")
@@ -209,31 +209,6 @@ def _json_rows(path, skip_blank):
             first = False
             yield lineno, list(record)
         yield lineno, record
-
-
-def read_json_lines(path, skip_blank=False, expected="one JSON value a line"):
-    """Yields `(line number, value)` per line of a JSON-lines file, lazily.
-
-    Args:
-        path: the file.
-        skip_blank: skip blank lines; False: a blank line is an error.
-        expected: what a line holds, in words, for the errors.
-
-    Raises:
-        ValueError: a line that is blank (unless `skip_blank`), not UTF-8 or not JSON, naming the file, the line and
-            (JSON) the column within the line.
-    """
-    for lineno, line in read_lines(path):
-        if not line.strip():
-            if skip_blank:
-                continue
-            raise ValueError(f"{path}:{lineno}: empty line; expected {expected}")
-        try:
-            value = json.loads(line.rstrip("\r\n"))  # without the line's end: an error's column is within the line
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{lineno}: not valid JSON ({error.msg} at column {error.colno}); expected "
-                             f"{expected}") from None
-        yield lineno, value
 
 
 def _getter(path, lineno, record, names):

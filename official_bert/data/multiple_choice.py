@@ -38,9 +38,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from official_bert.data.labeled_text_files import read_json_lines
 from official_bert.data.tfds_records import to_str
-from official_bert.text_files import read_lines
+from official_bert.text_files import read_json_lines, read_lines
 
 logger = logging.getLogger(__name__)
 
