@@ -139,24 +139,24 @@ def check_record_file(path, max_seq_length, max_predictions_per_seq):
         True if the file has a record, False if it is empty.
     """
     serialized = first_record(path)
-    if serialized is not None:
-        example = tf.train.Example.FromString(serialized)
-        expected = {"input_ids": max_seq_length, "input_mask": max_seq_length, "segment_ids": max_seq_length,
-                    "masked_lm_positions": max_predictions_per_seq, "masked_lm_ids": max_predictions_per_seq,
-                    "masked_lm_weights": max_predictions_per_seq, "next_sentence_labels": 1}
-        for name, size in expected.items():
-            if name not in example.features.feature:
-                raise ValueError(f"{path}: first record has no feature '{name}'; expected Google's pre-training "
-                                 f"features {sorted(expected)}")
-            feature = example.features.feature[name]
-            kind = "float_list" if name == "masked_lm_weights" else "int64_list"
-            values = getattr(feature, kind).value
-            if feature.WhichOneof("kind") != kind or len(values) != size:
-                raise ValueError(f"{path}: feature '{name}' of the first record is {feature.WhichOneof('kind')} "
-                                 f"with {len(values)} values; expected {kind} with {size} (max_seq_length="
-                                 f"{max_seq_length}, max_predictions_per_seq={max_predictions_per_seq})")
-        return True
-    return False
+    if serialized is None:
+        return False
+    example = tf.train.Example.FromString(serialized)
+    expected = {"input_ids": max_seq_length, "input_mask": max_seq_length, "segment_ids": max_seq_length,
+                "masked_lm_positions": max_predictions_per_seq, "masked_lm_ids": max_predictions_per_seq,
+                "masked_lm_weights": max_predictions_per_seq, "next_sentence_labels": 1}
+    for name, size in expected.items():
+        if name not in example.features.feature:
+            raise ValueError(f"{path}: first record has no feature '{name}'; expected Google's pre-training "
+                             f"features {sorted(expected)}")
+        feature = example.features.feature[name]
+        kind = "float_list" if name == "masked_lm_weights" else "int64_list"
+        values = getattr(feature, kind).value
+        if feature.WhichOneof("kind") != kind or len(values) != size:
+            raise ValueError(f"{path}: feature '{name}' of the first record is {feature.WhichOneof('kind')} "
+                             f"with {len(values)} values; expected {kind} with {size} (max_seq_length="
+                             f"{max_seq_length}, max_predictions_per_seq={max_predictions_per_seq})")
+    return True
 
 
 def output_paths(output_file, num_shards=1):

@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 ONE_DOCUMENT_LINES = 1000
 _warned_one_document = set()  # the files warned about in this process (a corpus is read again each epoch)
 
+
 def expand_file_patterns(file_patterns):
     """Expands comma-separated globs (or a list of them) to a sorted, de-duplicated list of files.
 

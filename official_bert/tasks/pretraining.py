@@ -175,7 +175,7 @@ class PretrainingTask(Task):
         """ValueError, before anything is written, when the files of `--<flag>` hold nothing to read (training would
         wait forever for a first batch), a text file is not UTF-8 (naming its line), or a TFRecord file's first
         record does not fit the run's shapes (naming the feature)."""
-        if flag == "text_files" or flag == "eval_files" and self.text_files:
+        if self.text_files:  # the eval files are in the training input's format
             from official_bert.text_files import holds_text
 
             logger.info("Reading --%s (%d file(s)) to check it is UTF-8 text", flag, len(paths))
