@@ -20,6 +20,7 @@ costs a few microseconds per pair, far below a training step. Masking, the part 
 vectorized TF.
 """
 
+import logging
 import random
 
 import numpy as np
@@ -28,6 +29,8 @@ import tensorflow as tf
 from official_bert.data import pretraining_instances as pi
 from official_bert.data.pretraining_vocab import MaskingVocab
 from official_bert.data.sentence_corpus import document_chunks, expand_file_patterns
+
+logger = logging.getLogger(__name__)
 
 
 def mask_tokens(input_ids, input_mask, seed, vocab, masked_lm_prob, max_predictions_per_seq,
@@ -126,7 +129,8 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
             next-sentence ones (see `pretraining_instances.create_sentence_pairs`).
 
     Returns:
-        A `tf.data.Dataset` of the dict `pretraining_dataset` yields.
+        A `tf.data.Dataset` of the dict `pretraining_dataset` yields. The first chunk holding sentences longer than
+        a sequence (they are cut in every pair they are in) is warned about with its count, once per dataset.
     """
     pi.check_recipe(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob)
     files = expand_file_patterns(file_patterns)
@@ -154,7 +158,21 @@ def dynamic_masking_dataset(file_patterns, tokenizer, batch_size, max_seq_length
         ids = tokenizer(sentences)  # (sentences, (tokens))
         return ids.flat_values, tf.cast(ids.row_splits, tf.int64), doc_splits, index
 
+    warned_long = []  # set on the first warning: one per dataset, not one per chunk and epoch
+
+    def warn_long_sentences(sentence_splits):
+        lengths = np.diff(sentence_splits)  # (sentences,) pieces each
+        long = lengths > max_seq_length - 3
+        if long.any() and not warned_long:
+            warned_long.append(True)
+            logger.warning("%d of %d sentences (lines) of a chunk of --text_files are longer than a sequence (%d "
+                           "pieces with --max_seq_length=%d): at least %d of their pieces are cut in every pair they "
+                           "are in; put one sentence a line (tasks.create_pretraining_data counts them over the "
+                           "whole corpus)", int(long.sum()), len(lengths), max_seq_length - 3, max_seq_length,
+                           int((lengths[long] - (max_seq_length - 3)).sum()))
+
     def build_pairs(values, sentence_splits, doc_splits, index, epoch):
+        warn_long_sentences(sentence_splits)
         rng = pi.chunk_rng(seed, pipeline, epoch, index)
         values, sentence_splits = values.tolist(), sentence_splits.tolist()
         documents = []

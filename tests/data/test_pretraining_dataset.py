@@ -321,3 +321,19 @@ def test_dynamic_masking_trains_under_a_global_seed_of_0(tokenizer, small_text_f
     dataset = dynamic_masking_dataset(str(small_text_file), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
     batches = [_numpy(batch) for batch in dataset.take(4)]  # across epochs (about 2 instances an epoch)
     assert all(batch["input_word_ids"].shape == (2, 32) for batch in batches)
+
+
+def test_dynamic_masking_warns_once_with_a_count_of_the_sentences_longer_than_a_sequence(tokenizer, tmp_path,
+                                                                                       caplog):
+    """A line of 40 words cannot fit a sequence of 32 (29 pieces): it is cut in every pair, which is said once
+    with the count, not once per chunk and epoch."""
+    path = tmp_path / "long.txt"
+    long_line = " ".join(["word"] * 40)
+    write_documents(path, [["The cat sat on the mat.", long_line], ["A dog ran.", "It barked.", long_line]])
+    dataset = dynamic_masking_dataset(str(path), tokenizer, 2, 32, 3, PROB, is_training=True, seed=0)
+    with caplog.at_level("WARNING", logger="official_bert.data.dynamic_masking"):
+        batches = [_numpy(batch) for batch in dataset.take(6)]  # several epochs of the one chunk
+    assert all(batch["input_mask"].sum(axis=1).max() <= 32 for batch in batches)
+    warnings = [r.getMessage() for r in caplog.records if "longer than a sequence" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("2 of 5 sentences (lines)") and "at least 22 of their pieces" in warnings[0]
