@@ -57,6 +57,8 @@ class TaskKind:
         encoder_args: task.json's fields -> the encoder's constructor keyword arguments besides the config (None:
             none).
         reads_text: the model reads word pieces: a model_dir of the kind has the tokenizer's files.
+        hf_head: `f(model) -> checkpoints.heads.HfHead`, the transformers class the model is written as (dotted
+            path; None: transformers has none).
     """
 
     name: str
@@ -72,6 +74,7 @@ class TaskKind:
     encoder: str = "official_bert.models.encoder.BertEncoder"
     encoder_args: Optional[Callable[[dict], dict]] = None
     reads_text: bool = True
+    hf_head: Optional[str] = None
 
     def model_class(self):
         """The task model class."""
@@ -132,23 +135,26 @@ TASK_KINDS = {kind.name: kind for kind in (
              "official_bert.checkpoints.heads.sequence_classifier_specs",
              "export.classifier_module.ClassifierModule",
              "official_bert.tasks.classification.ClassificationTask", COMMON_FIELDS + ("label_names",),
-             complete=_from_glue_table),
+             complete=_from_glue_table, hf_head="official_bert.checkpoints.heads.sequence_classifier_hf_head"),
     TaskKind(TAGGING, "official_bert.models.token_classifier.BertTokenClassifier",
              lambda info: {"num_labels": len(info["label_names"])},
              "official_bert.checkpoints.heads.token_classifier_specs", "export.tagger_module.TaggerModule",
              "official_bert.tasks.tagging.TaggingTask", COMMON_FIELDS + ("label_names",), schema1_task="ner",
-             logits_per_piece=True),
+             logits_per_piece=True, hf_head="official_bert.checkpoints.heads.token_classifier_hf_head"),
     TaskKind(SQUAD, "official_bert.models.span_labeler.BertSpanLabeler", lambda info: {},
              "official_bert.checkpoints.heads.span_labeler_specs", "export.squad_module.SquadModule",
-             "official_bert.tasks.squad.SquadTask", schema1_task="squad", logits_per_piece=True),
+             "official_bert.tasks.squad.SquadTask", schema1_task="squad", logits_per_piece=True,
+             hf_head="official_bert.checkpoints.heads.span_labeler_hf_head"),
     TaskKind(PRETRAINING, "official_bert.models.pretrainer.BertPretrainer",
              lambda info: {"objective": info["objective"]} if "objective" in info else {},  # none: before --objective
              "official_bert.checkpoints.heads.pretrainer_specs", "export.mlm_module.MaskedLMModule",
-             "official_bert.tasks.pretraining.PretrainingTask", schema1_task="pretraining"),
+             "official_bert.tasks.pretraining.PretrainingTask", schema1_task="pretraining",
+             hf_head="official_bert.checkpoints.heads.pretrainer_hf_head"),
     TaskKind(MULTIPLE_CHOICE, "official_bert.models.multiple_choice.BertMultipleChoice", lambda info: {},
              "official_bert.checkpoints.heads.multiple_choice_specs",
              "export.multiple_choice_module.MultipleChoiceModule",
-             "official_bert.tasks.multiple_choice.MultipleChoiceTask"),
+             "official_bert.tasks.multiple_choice.MultipleChoiceTask",
+             hf_head="official_bert.checkpoints.heads.multiple_choice_hf_head"),
     TaskKind(TIME_SERIES, "official_bert.models.time_series_classifier.BertTimeSeriesClassifier", _time_series_args,
              "official_bert.tasks.time_series.head_specs", "export.time_series_module.TimeSeriesModule",
              "official_bert.tasks.time_series.TimeSeriesClassificationTask",

@@ -31,11 +31,25 @@ Examples:
 >>> load_task_weights(model.encoder, head_specs(model), "bert-base-cased-finetuned-conll03", optional_pooler=True)
 """
 
+import dataclasses
 from typing import List
 
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, hf_only, layer_norm_specs
 from official_bert.task_kinds import kind_of_model, resolve
 
+
+@dataclasses.dataclass(frozen=True)
+class HfHead:
+    """The transformers class a task model is written as, and whether that class holds the encoder's pooler.
+
+    Args:
+        class_suffix: after the family's class prefix ("ForSequenceClassification": `RobertaForSequenceClassification`).
+        pooler: the class reads the pooled output (`BertForSequenceClassification`; not `BertForTokenClassification`,
+            `BertForQuestionAnswering`, `BertForMaskedLM`, RoBERTa's classifier): otherwise the pooler is left out.
+    """
+
+    class_suffix: str
+    pooler: bool
 
 
 def head_specs(model) -> List[WeightSpec]:
@@ -52,6 +66,45 @@ def head_specs(model) -> List[WeightSpec]:
     if kind is None:
         raise TypeError(f"no checkpoint names for the head of a {type(model).__name__}")
     return resolve(kind.head_specs)(model)
+
+
+def hf_head(model) -> HfHead:
+    """The transformers class of a task model (its kind's `hf_head`).
+
+    Raises:
+        TypeError: a model of no kind, or of a kind transformers has no class for (the time-series classifier).
+    """
+    kind = kind_of_model(model)
+    if kind is None or kind.hf_head is None:
+        raise TypeError(f"transformers has no class for a {type(model).__name__}")
+    return resolve(kind.hf_head)(model)
+
+
+def sequence_classifier_hf_head(model) -> HfHead:
+    """`*ForSequenceClassification`, with the pooler unless the family's classifier has its own dense layer."""
+    return HfHead("ForSequenceClassification", model.encoder.config.family.classifier_pre_head is None)
+
+
+def token_classifier_hf_head(model) -> HfHead:
+    """`*ForTokenClassification` (no pooler)."""
+    return HfHead("ForTokenClassification", False)
+
+
+def span_labeler_hf_head(model) -> HfHead:
+    """`*ForQuestionAnswering` (no pooler)."""
+    return HfHead("ForQuestionAnswering", False)
+
+
+def multiple_choice_hf_head(model) -> HfHead:
+    """`*ForMultipleChoice`, with the pooler unless the family's head has its own dense layer."""
+    return HfHead("ForMultipleChoice", model.encoder.config.family.choice_pre_head is None)
+
+
+def pretrainer_hf_head(model) -> HfHead:
+    """`*ForPreTraining` with a sentence head the family's transformers class has (its pooler too), else
+    `*ForMaskedLM` (no pooler)."""
+    sentence = model.next_sentence is not None and model.encoder.config.family.hf_has_sentence_head
+    return HfHead("ForPreTraining" if sentence else "ForMaskedLM", sentence)
 
 
 def sequence_classifier_specs(model) -> List[WeightSpec]:

@@ -3,10 +3,10 @@ writes Hugging Face `BertForPreTraining` directories."""
 
 import logging
 
-from official_bert.checkpoints.heads import head_specs, masked_lm_specs, next_sentence_specs
-from official_bert.checkpoints.loading import load_task_weights, restore, write_hf_directory
+from official_bert.checkpoints.heads import masked_lm_specs, next_sentence_specs
+from official_bert.checkpoints.loading import load_task_weights, restore
 from official_bert.checkpoints.readers import open_checkpoint
-from official_bert.checkpoints.weight_map import encoder_specs
+from official_bert.checkpoints.task_models import save_task_model
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +49,8 @@ def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
     under `bert.`, heads under `cls.`), which transformers and `load_pretrainer_weights` load; for RoBERTa and
     DistilBERT their `*ForMaskedLM` (encoder under `roberta.` / `distilbert.`, the masked-LM head only), for ALBERT
     an `AlbertForPreTraining` (encoder under `albert.`, heads `predictions.*`, `sop_classifier.*`), and for a
-    BERT or ALBERT pre-trainer without a sentence head (objective "mlm") a `BertForMaskedLM` / `AlbertForMaskedLM`.
+    BERT or ALBERT pre-trainer without a sentence head (objective "mlm") a `BertForMaskedLM` / `AlbertForMaskedLM`
+    (the masked LMs without the pooler, as transformers' classes).
 
     Args:
         pretrainer: a `BertPretrainer`.
@@ -57,12 +58,4 @@ def save_pretrainer(pretrainer, path, vocab_file=None, overwrite=False):
         vocab_file: copied in as `vocab.txt` when given.
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     """
-    family = pretrainer.encoder.config.family
-    tensors = {f"{family.hf_base_prefix}{spec.hf_name}": spec.to_stored_value("hf")
-               for spec in encoder_specs(pretrainer.encoder)}
-    tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(pretrainer)})
-    # BERT's and ALBERT's with both heads; a masked LM for the families without a sentence head, and for the
-    # "mlm" objective
-    head = "ForPreTraining" if pretrainer.next_sentence is not None else "ForMaskedLM"
-    config = {**pretrainer.encoder.config.to_hf_dict(), "architectures": [family.hf_architecture(head)]}
-    return write_hf_directory(path, tensors, config, vocab_file, overwrite)
+    return save_task_model(pretrainer, path, vocab_file, overwrite=overwrite)

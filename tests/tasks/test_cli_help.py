@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 ENTRY_POINTS = ["tasks.run_classifier", "tasks.run_ner", "tasks.run_squad", "tasks.run_multiple_choice",
                 "tasks.run_pretraining", "tasks.create_pretraining_data", "tasks.extract_features", "tasks.distill",
                 "tasks.prune", "tasks.run_time_series_classifier", "export.saved_model", "export.tflite",
-                "export.predict"]
+                "export.predict", "export.hugging_face"]
 # The run flags an entry point leaves out (its `define_run_flags(skip=...)`).
 DISTILLATION_SKIPS = {"init_checkpoint", "vocab_file", "do_lower_case"}  # the teacher's model_dir gives them
 SKIPPED_RUN_FLAGS = {"tasks.run_pretraining": {"num_train_epochs", "warmup_proportion", "do_predict",
