@@ -210,6 +210,27 @@ class TextInputs:
             raise TypeError(f"export of a model with a preprocessor takes filepath and version; got {given}")
         return importlib.import_module(TASK_MODELS).export(self, filepath, version)
 
+    def save_pretrained(self, path, overwrite=False):
+        """The model as a Hugging Face directory that transformers loads with its head (`python -m
+        export.hugging_face` writes a model_dir's): `config.json` (its labels as `id2label`), `model.safetensors`
+        and its preprocessor's tokenizer files and casing. Returns `path`.
+
+        Args:
+            path: the directory (created).
+            overwrite: replace a `model.safetensors` there; otherwise that is an error.
+
+        Examples:
+        ```python
+        model.save_pretrained("out/hf")  # transformers.AutoModelForSequenceClassification.from_pretrained("out/hf")
+        ```
+        """
+        if self.preprocessor is None:
+            name = type(self).__name__
+            raise ValueError(f"{name}.save_pretrained writes the model's tokenizer beside it, and this one has none: "
+                             f"build it with {name}.from_pretrained(path, ...), or write the weights alone with "
+                             "official_bert.checkpoints.save_task_model(model, path, vocab_file)")
+        return importlib.import_module(TASK_MODELS).save_pretrained(self, path, overwrite)
+
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, **kwargs):
         """`keras.Model.fit` (its arguments, in its order); texts (see the class) go through the preprocessor in

@@ -1,5 +1,6 @@
 """The file side of a task model that takes raw strings (`official_bert.models.text_inputs.TextInputs`): building
-it from a pretrained checkpoint (`from_pretrained`) and exporting it for TF Serving (`export`).
+it from a pretrained checkpoint (`from_pretrained`), exporting it for TF Serving (`export`) and writing it for
+transformers (`save_pretrained`).
 
 Examples:
 
@@ -145,6 +146,26 @@ def export(model, export_dir, version=None):
     with tempfile.TemporaryDirectory(prefix="official_bert_export_") as staging:
         write_model_dir(model, staging)
         return resolve(SAVED_MODEL_EXPORT)(staging, export_dir, version)
+
+
+def save_pretrained(model, path, overwrite=False):
+    """Writes a task model with a preprocessor as the Hugging Face directory of its transformers class
+    (`checkpoints.save_task_model`: a classifier's or tagger's labels as `id2label`), with its tokenizer's files and
+    `tokenizer_config.json` (casing), so transformers' Auto classes and `AutoTokenizer` load it. Returns `path`.
+
+    Raises:
+        FileExistsError: `path` holds a `model.safetensors` and not `overwrite`.
+        TypeError: a model transformers has no class for.
+    """
+    from official_bert.checkpoints.task_models import save_task_model
+
+    tokenizer = model.preprocessor.tokenizer
+    lower_case = bool(getattr(tokenizer, "lower_case", False))  # (byte-level BPE keeps case)
+    with tempfile.TemporaryDirectory(prefix="official_bert_vocab_") as staging:
+        vocab_file = write_tokenizer_files_of(tokenizer, staging)
+        save_task_model(model, path, vocab_file, overwrite=overwrite)
+    model_dirs.write_tokenizer_config(path, lower_case, vocab_file)
+    return path
 
 
 def word_windows(model, sentences, tags=None):

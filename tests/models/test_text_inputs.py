@@ -1,6 +1,7 @@
 """TextInputs: task models that take raw strings through their own preprocessor, and refuse them without one."""
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -239,6 +240,9 @@ def test_the_from_python_example_of_docs_your_data_runs(monkeypatch, tmp_path, s
     exec(compile(save, "docs/your-data.md (From Python, 2)", "exec"), namespace)
     np.testing.assert_allclose(namespace["model"].predict(["What a film!"], verbose=0), before, atol=1e-6)
     assert os.path.isfile(tmp_path / "out" / "export" / "reviews" / "1" / "saved_model.pb")
+    config = json.loads((tmp_path / "out" / "hf" / "reviews" / "config.json").read_text(encoding="utf-8"))
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert list(config["id2label"].values()) == list(namespace["model"].label_names)
 
 
 SENTENCES = [["peter", "flew", "to", "paris"], ["the", "eu", "rejects", "german", "calls"]]

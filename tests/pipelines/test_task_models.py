@@ -133,3 +133,27 @@ def test_a_roberta_checkpoint_gives_its_byte_level_preprocessor_and_model_dir(tm
     assert not again.preprocessor.tokenizer.get_config()["vocab"] and again.preprocessor.layout == "roberta"
     np.testing.assert_allclose(again.predict(texts, verbose=0), logits, atol=1e-6)
     assert load_model_dir(str(tmp_path / "model_dir")).config.model_type == "roberta"
+
+
+def test_save_pretrained_writes_what_transformers_loads_with_the_labels_and_tokenizer(tiny_checkpoint, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+    model = BertClassifier.from_pretrained(tiny_checkpoint, labels=["no", "yes"], seq_length=24)
+    assert model.save_pretrained(str(tmp_path / "hf")) == str(tmp_path / "hf")
+    reference, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+        tmp_path / "hf", attn_implementation="eager", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    assert reference.config.id2label == {0: "no", 1: "yes"}
+    texts = ["The cat sat on the mat.", "Nobody came."]
+    encoded = transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        theirs = reference.eval()(**encoded).logits.numpy()
+    np.testing.assert_allclose(model.predict(texts, verbose=0), theirs, atol=1e-5)
+    with pytest.raises(FileExistsError, match="model.safetensors exists"):
+        model.save_pretrained(str(tmp_path / "hf"))
+    span_labeler = BertSpanLabeler.from_pretrained(tiny_checkpoint, seq_length=16)  # no SQuAD settings needed
+    span_labeler.save_pretrained(str(tmp_path / "qa"))
+    assert transformers.AutoConfig.from_pretrained(tmp_path / "qa").architectures == ["BertForQuestionAnswering"]
+    with pytest.raises(ValueError, match="BertClassifier.save_pretrained writes the model's tokenizer beside it"):
+        BertClassifier(model.encoder, num_classes=2).save_pretrained(str(tmp_path / "bare"))
