@@ -270,7 +270,7 @@ def read_examples(input_file, order, columns=None, choices=False):
 
 
 def _multiple_choice_examples(input_file, columns):
-    """(question number, [first segment, *choices]) of a file `tasks.run_multiple_choice` reads."""
+    """(line number, [first segment, *choices]) of a file `tasks.run_multiple_choice` reads."""
     from official_bert.data.multiple_choice import read_multiple_choice
 
     if columns:
@@ -280,8 +280,8 @@ def _multiple_choice_examples(input_file, columns):
         raise ValueError(f"{input_file}: a multiple-choice model reads SWAG's .csv or .jsonl (SWAG rows, or objects "
                          f"with context, question and choices)")
     examples = read_multiple_choice(input_file, skip_blank=False)
-    return [(number, [context, *choices])
-            for number, (context, choices) in enumerate(zip(examples.contexts, examples.choices), 1)]
+    return [(line, [context, *choices]) for line, context, choices in zip(examples.lines, examples.contexts,
+                                                                           examples.choices)]
 
 
 def predict_file(export_dir, input_file, output_names=None, batch_size=32, columns=None):

@@ -59,6 +59,7 @@ class MultipleChoiceExamples:
         labels: int64 index of the right choice per question, or None for an unlabeled (test) split.
         ids: an id per question (str).
         source: where the examples came from (a file path or a TFDS name and split).
+        lines: each question's line in its file (a CSV row's first line); None when not read from a file.
     """
 
     contexts: List[str]
@@ -66,6 +67,7 @@ class MultipleChoiceExamples:
     labels: Optional[np.ndarray]
     ids: List[str]
     source: str = ""
+    lines: Optional[List[int]] = None
 
     def __len__(self) -> int:
         return len(self.contexts)
@@ -81,12 +83,12 @@ class MultipleChoiceExamples:
 
 
 class _Rows:
-    """Collects (context, choices, label, id) rows, checking that all or none are labeled."""
+    """Collects (context, choices, label, id) rows and their lines, checking that all or none are labeled."""
 
     def __init__(self, path):
-        self.path, self.contexts, self.choices, self.labels, self.ids = path, [], [], [], []
+        self.path, self.contexts, self.choices, self.labels, self.ids, self.lines = path, [], [], [], [], []
 
-    def add(self, where, context, choices, label, example_id):
+    def add(self, where, context, choices, label, example_id, line=None):
         if self.contexts and (label is None) != (self.labels[0] is None):
             raise ValueError(f"{where}: field 'label' is {'missing' if label is None else 'present'}, but the "
                              f"file's first row {'has one' if label is None else 'has none'}; a file's rows are "
@@ -95,10 +97,12 @@ class _Rows:
         self.choices.append(choices)
         self.labels.append(label)
         self.ids.append(str(len(self.ids) if example_id is None else example_id))
+        self.lines.append(line)
 
     def examples(self):
         labels = None if not self.labels or self.labels[0] is None else np.asarray(self.labels, dtype=np.int64)
-        return MultipleChoiceExamples(self.contexts, self.choices, labels, self.ids, source=self.path)
+        lines = self.lines if all(line is not None for line in self.lines) else None
+        return MultipleChoiceExamples(self.contexts, self.choices, labels, self.ids, source=self.path, lines=lines)
 
 
 def _text(where, row, field, allow_empty=False):
@@ -179,7 +183,8 @@ def read_swag_csv(path, skip_blank=True) -> MultipleChoiceExamples:
     index_column = "" if header and header[0] == "" else None  # SWAG's unnamed row index
     line = reader.line_num
     for fields in reader:
-        where = f"{path}:{line + 1}"  # the row's first line (a quoted field may span several)
+        line_of_row = line + 1  # the row's first line (a quoted field may span several)
+        where = f"{path}:{line_of_row}"
         line = reader.line_num
         if not fields:
             if skip_blank:
@@ -191,7 +196,7 @@ def read_swag_csv(path, skip_blank=True) -> MultipleChoiceExamples:
         row = dict(zip(header, fields))
         context, choices, label = _swag_row(where, row)
         example_id = row[index_column].strip() if index_column is not None and row[index_column].strip() else None
-        rows.add(where, context, choices, label, example_id)
+        rows.add(where, context, choices, label, example_id, line_of_row)
     return rows.examples()
 
 
@@ -219,7 +224,7 @@ def read_jsonl(path, skip_blank=True) -> MultipleChoiceExamples:
         else:
             raise ValueError(f"{where}: field 'choices' missing (a generic row: context and/or question, choices, "
                              f"label) and no SWAG fields (sent1, sent2, ending0..ending3, label)")
-        rows.add(where, context, choices, label, row.get("id"))
+        rows.add(where, context, choices, label, row.get("id"), lineno)
     return rows.examples()
 
 

@@ -59,6 +59,10 @@ def test_a_multiple_choice_model_reads_what_run_multiple_choice_reads(tmp_path, 
                                          + "\n" + json.dumps({"question": "Which flies?", "choices": ["a", "b", "c"]}))
     assert [t for _, t in read_examples(str(tmp_path / "mine.jsonl"), ["context", "choices"], choices=True)] == [
         ["A drum line", "passes by.", "sings."], ["Which flies?", "a", "b", "c"]]
+    csv_file = tmp_path / "swag.csv"  # a quoted field over two lines: the next row's line is 4
+    csv_file.write_text('sent1,sent2,ending0,ending1,ending2,ending3\n"A drum\nline",goes,by.,home.,on.,off.\n'
+                        'A cat,sits,down.,up.,in.,out.\n')
+    assert [line for line, _ in read_examples(str(csv_file), ["context", "choices"], choices=True)] == [2, 4]
     (tmp_path / "swag.txt").write_text("A ||| B\n")
     with pytest.raises(ValueError, match=r"swag.txt: a multiple-choice model reads SWAG's .csv or .jsonl"):
         read_examples(str(tmp_path / "swag.txt"), ["context", "choices"], choices=True)
