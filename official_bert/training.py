@@ -310,7 +310,7 @@ def _seed_states(model):
 
 
 def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, checkpoint_steps=1000,
-                  max_checkpoints=1, callbacks=(), verbose=1, write_dir=None, summary_steps=100):
+                  max_checkpoints=1, callbacks=(), verbose=1, write_dir=None, summary_steps=100, throughput_steps=10):
     """Trains `model` (already compiled) for `total_steps` steps, resuming from `<model_dir>/checkpoints/`.
 
     Args:
@@ -325,6 +325,8 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
         callbacks: extra Keras callbacks.
         verbose: 1 = progress: Keras' bar on a terminal, a `ProgressLog` line every 20 steps otherwise; 0 = none.
         summary_steps: steps between TensorBoard points (`StepSummaries`).
+        throughput_steps: steps over which each `examples_per_second` in the logs is measured (a callback that logs
+            every n steps passes n, so each of its lines has its own).
         write_dir: where this process writes checkpoints, logs and `train_results.json` (default: `model_dir`).
             Under `MultiWorkerMirroredStrategy` the non-chief workers pass a temporary directory of their own,
             as TF recommends; every worker still resumes from `<model_dir>/checkpoints`, the chief's.
@@ -353,7 +355,7 @@ def fit_resumable(model, make_dataset, total_steps, model_dir, batch_size, check
     if done >= total_steps:
         logger.info("Training already complete at step %d of %d", done, total_steps)
         return None
-    throughput = ThroughputLogger(batch_size, total_steps - done)
+    throughput = ThroughputLogger(batch_size, total_steps - done, every=throughput_steps)
     to_terminal = sys.stdout.isatty()
     if verbose and not to_terminal:  # a log file: plain lines instead of Keras' carriage-return progress bar
         callbacks = [ProgressLog(total_steps, done, throughput), *callbacks]

@@ -144,3 +144,22 @@ def test_ctrl_c_is_caught_only_while_training(tiny_config, tmp_path):
     with pytest.raises(RuntimeError, match="a failing step"):
         fit_resumable(model, lambda skip: dataset.skip(skip), 4, str(tmp_path), 4, callbacks=[Fails()], verbose=0)
     assert signal.getsignal(signal.SIGINT) is before  # restored although fit raised
+
+
+def test_examples_per_second_is_measured_over_the_given_steps(monkeypatch):
+    """A callback that logs every 5 steps passes `every=5`: each of its lines gets the rate of its own 5 steps
+    (with the default 10, two lines in a row showed the same figure)."""
+    from official_bert import training
+
+    now = [0.0]
+    monkeypatch.setattr(training.time, "perf_counter", lambda: now[0])
+    throughput = training.ThroughputLogger(batch_size=4, steps=15, every=5)
+    rates = []
+    for batch, seconds in enumerate([1.0] * 5 + [0.5] * 5 + [0.25] * 5):
+        throughput.on_train_batch_begin(batch)
+        now[0] += seconds
+        logs = {}
+        throughput.on_train_batch_end(batch, logs)
+        rates.append(logs.get("examples_per_second"))
+    # 5 steps of 4 examples in 5 s, then in 2.5 s, then in 1.25 s
+    assert rates == [None] * 4 + [4.0] * 5 + [8.0] * 5 + [16.0]

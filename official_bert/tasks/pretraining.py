@@ -245,7 +245,9 @@ class PretrainingTask(Task):
         return make_batches  # already `f(skip_batches)`, distributed per host
 
     def fit_options(self, total_steps):
-        return {"verbose": 0, "callbacks": [metrics_logger(self.log_steps, total_steps)]}
+        # examples_per_second measured over each line's own steps
+        return {"verbose": 0, "callbacks": [metrics_logger(self.log_steps, total_steps)],
+                "throughput_steps": self.log_steps}
 
     def save(self, model, context):
         """Also `pretrainer/` (a Hugging Face `BertForPreTraining` directory, heads included, with its casing; with
