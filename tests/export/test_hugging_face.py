@@ -35,6 +35,7 @@ def _our_outputs(model, kind, ids, types, mask):
     return {"logits": outputs.numpy()}
 
 
+@pytest.mark.slow  # loads six models in torch
 @pytest.mark.parametrize("kind", list(AUTO_CLASSES))
 def test_every_kind_loads_in_transformers_with_its_head_and_our_logits(kind, model_dir_of, tmp_path):
     from official_bert.model_dir import load_model_dir
