@@ -33,7 +33,7 @@ def read_examples(input_file, order, columns=None, choices=False):
         FileNotFoundError: no such file.
         ValueError: an unknown extension or a malformed or blank line, naming the file and the line.
     """
-    from official_bert.data.labeled_text_files import FORMATS, Columns, read_labeled_texts
+    from official_bert.data.labeled_text_files import FORMATS, Columns, MissingColumnError, read_labeled_texts
     from official_bert.data.text_lines import parse_text_line
     from official_bert.text_files import path_exists, read_json_lines, read_lines
 
@@ -57,8 +57,8 @@ def read_examples(input_file, order, columns=None, choices=False):
         try:
             table = read_labeled_texts(input_file, Columns(names[0], names[1] if len(names) == 2 else None),
                                        labeled=False, pair=len(names) == 2, skip_blank=False)
-        except ValueError as e:
-            raise ValueError(f"{e}{hint}" if "no column" in str(e) else str(e)) from None
+        except MissingColumnError as error:
+            raise ValueError(f"{error}{hint}") from None
         return [(table.lines[i], [table.text_a[i]] + ([table.text_b[i]] if table.text_b is not None else []))
                 for i in range(len(table))]
     if FORMATS.get(extension) != "jsonl":

@@ -137,6 +137,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         raise ValueError(f"precision must be one of {sorted(SERVING_PRECISIONS)}, got {precision!r}")
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"model_dir not found: {model_dir}")
+    from official_bert.checkpoints.readers import NoCheckpointError
     from official_bert.model_dir import is_model_dir
 
     if not is_model_dir(model_dir) and _is_export(model_dir):
@@ -152,9 +153,7 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
                                 max_windows)
         try:
             return _encoder_module(model_dir, max_seq_length, staging_dir, quantize_mode, jit_compile)
-        except FileNotFoundError as error:
-            if "no BERT checkpoint found" not in str(error):
-                raise
+        except NoCheckpointError as error:
             raise FileNotFoundError(f"not a tasks.run_* model_dir (no task.json) nor a checkpoint: {error}") from None
     finally:
         keras.config.set_dtype_policy(previous)

@@ -52,6 +52,10 @@ class CheckpointReader:
         return np.asarray(self._tensors[name]())
 
 
+class NoCheckpointError(FileNotFoundError):
+    """A directory that holds no checkpoint of any format we read."""
+
+
 class CorruptCheckpointError(ValueError):
     """A checkpoint file that exists but cannot be read: empty, truncated, or not in its format."""
 
@@ -184,7 +188,7 @@ def open_checkpoint(path: str) -> CheckpointReader:
                 f"{path}: only pytorch_model.bin found; official_bert reads safetensors without torch. Convert it "
                 "once with transformers: "
                 "BertModel.from_pretrained(path).save_pretrained(path, safe_serialization=True)")
-        raise FileNotFoundError(
+        raise NoCheckpointError(
             f"{path}: no BERT checkpoint found (expected model.safetensors + config.json, or bert_model.ckpt.index + "
             "bert_config.json)")
     if os.path.isfile(path + ".index"):

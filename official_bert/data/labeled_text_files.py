@@ -143,17 +143,23 @@ def read_labeled_texts(path, columns=Columns(), labeled=True, multi_label=False,
     return examples
 
 
+class MissingColumnError(ValueError):
+    """A column (JSON field) the reading needs is not in the file's header (first object)."""
+
+
 def _resolve(path, lineno, names, columns, labeled, pair):
     """The `Columns` a file with column (first object's field) names `names` is read by."""
     def find(role, given, defaults, required):
         if given is not None:
             if given not in names:
-                raise ValueError(f"{path}:{lineno}: no {_word(path)} '{given}' ({_word(path)}s: {', '.join(names)})")
+                raise MissingColumnError(f"{path}:{lineno}: no {_word(path)} '{given}' ({_word(path)}s: "
+                                         f"{', '.join(names)})")
             return given
         found = next((name for name in defaults if name in names), None)
         if found is None and required:
-            raise ValueError(f"{path}:{lineno}: no {_word(path)} {' or '.join(repr(d) for d in defaults)} "
-                             f"({_word(path)}s: {', '.join(names)}); name the {role} {_word(path)} with {_FLAGS[role]}")
+            raise MissingColumnError(f"{path}:{lineno}: no {_word(path)} {' or '.join(repr(d) for d in defaults)} "
+                                     f"({_word(path)}s: {', '.join(names)}); name the {role} {_word(path)} with "
+                                     f"{_FLAGS[role]}")
         return found
 
     text = find("text", columns.text, DEFAULT_TEXT_COLUMNS, True)
