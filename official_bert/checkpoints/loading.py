@@ -134,12 +134,14 @@ def _without_missing_pooler(specs, reader, hf_prefix, config, optional_pooler):
     return specs[:-2]
 
 
-def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
-    """Loads an encoder's weights, and a task head's when the checkpoint has it, from `path`.
+def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_class=None) -> bool:
+    """Loads an encoder's weights, and a task head's when the checkpoint has one that fits, from `path`.
 
-    The encoder must load completely. The head loads only if every one of its variables is in the
-    checkpoint (e.g. HF `classifier.*` from a `BertForSequenceClassification`); otherwise it keeps its fresh
-    initialisation and a note is logged. A head that is present with a wrong shape is an error.
+    The encoder must load completely. The head loads only if every one of its variables is in the checkpoint (e.g.
+    HF `classifier.*` from a `BertForSequenceClassification`) with this head's shapes, and, for a Hugging Face
+    checkpoint whose `config.json` names its `architectures`, only from one of `head_class`; otherwise it keeps its
+    fresh initialisation and the reason is logged (another number of labels: as transformers'
+    `ignore_mismatched_sizes`; another kind of head, e.g. a sentence classifier's `classifier.*` for a tagger).
 
     Args:
         encoder: the task model's `BertEncoder`.
@@ -148,6 +150,7 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
         optional_pooler: a checkpoint without the pooler is accepted and the pooler keeps its initialisation,
             for tasks that do not use it (HF saves `BertForTokenClassification` / `BertForQuestionAnswering`
             without one).
+        head_class: the transformers class of the task model ("BertForTokenClassification"; None: any).
     Returns: whether the head was loaded.
     """
     reader = open_checkpoint(path)
@@ -157,11 +160,47 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False) -> bool:
                                     optional_pooler or config.family.pooler_optional)
     unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
     _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
-    if head_specs and all(spec.name(reader.format) in reader for spec in head_specs):
-        restore(head_specs, reader)
-        return True
-    logger.info("%s: no task head in the checkpoint; the head starts from a fresh initialisation", reader.path)
-    return False
+    if not head_specs or not all(spec.name(reader.format) in reader for spec in head_specs):
+        logger.info("%s: no task head in the checkpoint; the head starts from a fresh initialisation", reader.path)
+        return False
+    unfit = _unfit_head(reader, head_specs, head_class)
+    if unfit:
+        logger.warning("%s: %s; the head starts from a fresh initialisation", reader.path, unfit)
+        return False
+    restore(head_specs, reader)
+    return True
+
+
+def _unfit_head(reader: CheckpointReader, head_specs: List[WeightSpec], head_class=None):
+    """Why the checkpoint's head does not fit this one (another transformers class, or other shapes), or None."""
+    architectures = (_hf_config_values(reader).get("architectures") or []) if reader.format == "hf" else []
+    if head_class and architectures and head_class not in architectures:
+        return f"its head is a {architectures[0]}'s, not a {head_class}'s"
+    for spec in head_specs:
+        name, expected = spec.name(reader.format), spec.stored_shape(reader.format)
+        shape = tuple(reader.get(name).shape)
+        if shape != expected:
+            return f"its head's '{name}' has shape {shape}, this task's {expected} (another number of labels)"
+    return None
+
+
+def _hf_config_values(reader: CheckpointReader) -> dict:
+    """The checkpoint's `config.json` as written (empty without one)."""
+    if not reader.config_path or not os.path.isfile(reader.config_path):
+        return {}
+    with open(reader.config_path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def checkpoint_label_names(path):
+    """The label names of a Hugging Face task checkpoint (`config.json`'s `id2label`, in id order), or None when it
+    has none of its own (transformers' defaults `LABEL_0`, `LABEL_1`, ..., or no `id2label`)."""
+    reader = open_checkpoint(path)
+    id2label = _hf_config_values(reader).get("id2label") if reader.format == "hf" else None
+    if not id2label:
+        return None
+    names = [str(id2label[key]) for key in sorted(id2label, key=int)]
+    return None if names == [f"LABEL_{i}" for i in range(len(names))] else names
 
 
 def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):
