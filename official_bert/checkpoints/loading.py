@@ -160,6 +160,19 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_cla
                                     optional_pooler or config.family.pooler_optional)
     unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
     _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
+    return load_head(head_specs, reader, head_class)
+
+
+def load_head(head_specs, checkpoint, head_class=None) -> bool:
+    """Loads a task head from a checkpoint when it has one that fits (see `load_task_weights`), else logs why not.
+
+    Args:
+        head_specs: `WeightSpec`s of the task head (see `checkpoints.heads.head_specs`).
+        checkpoint: a checkpoint path or an open `CheckpointReader`.
+        head_class: the transformers class of the task model (None: any).
+    Returns: whether the head was loaded.
+    """
+    reader = checkpoint if isinstance(checkpoint, CheckpointReader) else open_checkpoint(checkpoint)
     if not head_specs or not all(spec.name(reader.format) in reader for spec in head_specs):
         logger.info("%s: no task head in the checkpoint; the head starts from a fresh initialisation", reader.path)
         return False
@@ -201,6 +214,31 @@ def checkpoint_label_names(path):
         return None
     names = [str(id2label[key]) for key in sorted(id2label, key=int)]
     return None if names == [f"LABEL_{i}" for i in range(len(names))] else names
+
+
+def follow_label_names(model, checkpoint_names, names, checkpoint):
+    """Puts a loaded head's outputs in the model's label order when the checkpoint names the same labels in
+    another (its `id2label`), as transformers' `run_glue.py` follows a model's `label2id`; other names are logged and
+    the outputs kept in their order (so does `run_glue.py`).
+
+    Args:
+        model: a classifier or tagger, its head (`model.head`, the last dense layer) loaded.
+        checkpoint_names: the checkpoint's label names in id order (`checkpoint_label_names`), or None.
+        names: the model's label names in id order, or None (a kind without labels).
+        checkpoint: the checkpoint's path, for the log.
+    """
+    if not checkpoint_names or not names or list(checkpoint_names) == list(names):
+        return
+    if sorted(checkpoint_names) != sorted(names):
+        logger.warning("%s: its head was trained for the labels %s; this model's are %s: its outputs are read in "
+                       "this model's order", checkpoint, ", ".join(checkpoint_names), ", ".join(names))
+        return
+    order = [list(checkpoint_names).index(name) for name in names]  # the model's label i = the checkpoint's order[i]
+    kernel, bias = model.head.kernel, model.head.bias  # (hidden, labels), (labels,)
+    kernel.assign(kernel.numpy()[:, order])
+    bias.assign(bias.numpy()[order])
+    logger.info("%s: its head's labels are in the order %s; reordered to this model's %s", checkpoint,
+                ", ".join(checkpoint_names), ", ".join(names))
 
 
 def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False):

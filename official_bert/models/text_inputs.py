@@ -157,13 +157,16 @@ class TextInputs:
 
     @classmethod
     def from_pretrained(cls, path, labels=None, seq_length=None, lower_case=None, **kwargs):
-        """The task model on a pretrained encoder, with its tokenizer as its preprocessor and a new, untrained head;
-        from a model_dir of this model's kind (`tasks.run_*`'s) without labels, the trained model, its labels too.
+        """The task model on a pretrained encoder, with its tokenizer as its preprocessor and a new, untrained head
+        (a transformers task checkpoint's own head where it fits: its class and number of labels, which its
+        `id2label` names when `labels` are not given); from a model_dir of this model's kind (`tasks.run_*`'s)
+        without labels, the trained model, its labels too.
 
         Args:
             path: a Hugging Face or Google checkpoint directory, a model_dir of ours, or a Hugging Face hub id
                 (`google-bert/bert-base-uncased`: downloaded into huggingface_hub's cache).
-            labels: the class (tag) names; their count sizes the head (or give `num_classes` / `num_labels`).
+            labels: the class (tag) names; their count sizes the head (or give `num_classes` / `num_labels`); a
+                loaded head's outputs follow their order.
             seq_length: the packed length of the texts, special tokens included (default: a trained model_dir's,
                 else 128).
             lower_case: overrides the casing found beside the checkpoint.

@@ -16,6 +16,7 @@ import tempfile
 import numpy as np
 
 from official_bert import model_dir as model_dirs
+from official_bert.checkpoints.loading import checkpoint_label_names
 from official_bert.families import check_sequence_length
 from official_bert.task_kinds import kind_of_model, resolve, task_kind
 from official_bert.text.preprocessing import Preprocessor, text_preprocessor
@@ -53,8 +54,9 @@ def checkpoint_path(path) -> str:
 
 
 def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=None, **kwargs):
-    """`model_class` (a task model) on the encoder of a checkpoint, its tokenizer as the preprocessor; or, from a
-    model_dir of its kind without new labels, the trained model itself (`trained_model`).
+    """`model_class` (a task model) on the encoder of a checkpoint, its tokenizer as the preprocessor, and the head
+    of a transformers task checkpoint where it fits (its class and shapes; its `id2label` are the labels when none
+    are given); or, from a model_dir of its kind without new labels, the trained model itself (`trained_model`).
 
     Args:
         model_class: `BertClassifier`, `BertTokenClassifier`, `BertSpanLabeler`, ...
@@ -88,11 +90,29 @@ def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=
         if kwargs.setdefault(count_argument, len(labels)) != len(labels):
             raise ValueError(f"{count_argument}={kwargs[count_argument]} but {len(labels)} labels {labels}")
     elif count_argument is not None and count_argument not in kwargs:
-        raise ValueError(f"{model_class.__name__}.from_pretrained needs labels=[...] or {count_argument}=...")
+        labels = checkpoint_label_names(path) if not model_dirs.is_model_dir(path) else None
+        if labels is None:
+            raise ValueError(f"{model_class.__name__}.from_pretrained needs labels=[...] or {count_argument}=... "
+                             f"({path} names none: no id2label of its own)")
+        kwargs[count_argument] = len(labels)
     encoder, tokenizer = load_encoder_and_tokenizer(path, lower_case)
     check_sequence_length(seq_length, encoder.config, "seq_length", source=str(path))
     preprocessor = Preprocessor(tokenizer, seq_length, layout=encoder.config.packing_layout)
-    return model_class(encoder, preprocessor=preprocessor, label_names=labels, **kwargs)
+    model = model_class(encoder, preprocessor=preprocessor, label_names=labels, **kwargs)
+    if not model_dirs.is_model_dir(path):  # a transformers task checkpoint: its head, where it fits this one
+        _load_checkpoint_head(model, path)
+    return model
+
+
+def _load_checkpoint_head(model, path):
+    """Loads a transformers task checkpoint's head into `model` when it is of the model's class and shapes (see
+    `checkpoints.loading.load_head`), its outputs in the model's label order."""
+    from official_bert.checkpoints.heads import head_specs, hf_head
+    from official_bert.checkpoints.loading import follow_label_names, load_head
+
+    head_class = model.encoder.config.family.hf_architecture(hf_head(model).class_suffix)
+    if load_head(head_specs(model), path, head_class):
+        follow_label_names(model, checkpoint_label_names(path), model.label_names, path)
 
 
 def trained_model(model_dir, seq_length=None, lower_case=None):

@@ -6,14 +6,11 @@ lengths, ...); the runner passes it the shared `RunConfig` and, once the model_d
 `run(task, config)`.
 """
 
-import logging
 import os
 
 from official_bert import model_dir, owned_files
 # (tasks import the tokenizer kinds from here)
 from official_bert.tokenizer_kinds import BPE, SENTENCEPIECE, TOKENIZER_KINDS, WORDPIECE  # noqa: F401
-
-logger = logging.getLogger(__name__)
 
 # A training split where fewer than this share of the examples read can be trained on is an error.
 MIN_USABLE_SHARE = 0.5
@@ -151,14 +148,14 @@ class Task:
         was loaded, for the log ("head loaded" / "head freshly initialised")."""
         from official_bert.checkpoints import load_task_weights
         from official_bert.checkpoints.heads import head_specs, hf_head
-        from official_bert.checkpoints.loading import checkpoint_label_names
+        from official_bert.checkpoints.loading import checkpoint_label_names, follow_label_names
 
         head_class = model.encoder.config.family.hf_architecture(hf_head(model).class_suffix)
         loaded = load_task_weights(model.encoder, head_specs(model), checkpoint, optional_pooler=not self.uses_pooler,
                                    head_class=head_class)
         if loaded:
-            _follow_label_names(model, checkpoint_label_names(checkpoint), self.task_info().get("label_names"),
-                                checkpoint)
+            follow_label_names(model, checkpoint_label_names(checkpoint), self.task_info().get("label_names"),
+                               checkpoint)
         return "head loaded" if loaded else "head freshly initialised"
 
     def describe_run(self, context):
@@ -209,28 +206,3 @@ class Task:
     def predict(self, model, context):
         """Writes the task's prediction files into `context.results_dir`."""
         raise NotImplementedError
-
-
-def _follow_label_names(model, checkpoint_names, names, checkpoint):
-    """Puts a loaded head's outputs in this task's label order when the checkpoint names the same labels in
-    another (its `id2label`), as transformers' `run_glue.py` follows a model's `label2id`; other names are logged and
-    the outputs kept in their order (so does `run_glue.py`).
-
-    Args:
-        model: the task model, its head (`model.head`, the last dense layer) loaded.
-        checkpoint_names: the checkpoint's label names in id order (`checkpoint_label_names`), or None.
-        names: this task's label names in id order, or None (a kind without labels).
-        checkpoint: the checkpoint's path, for the log.
-    """
-    if not checkpoint_names or not names or list(checkpoint_names) == list(names):
-        return
-    if sorted(checkpoint_names) != sorted(names):
-        logger.warning("%s: its head was trained for the labels %s; this task's are %s: its outputs are read in "
-                       "this task's order", checkpoint, ", ".join(checkpoint_names), ", ".join(names))
-        return
-    order = [list(checkpoint_names).index(name) for name in names]  # this task's label i = the checkpoint's order[i]
-    kernel, bias = model.head.kernel, model.head.bias  # (hidden, labels), (labels,)
-    kernel.assign(kernel.numpy()[:, order])
-    bias.assign(bias.numpy()[order])
-    logger.info("%s: its head's labels are in the order %s; reordered to this task's %s", checkpoint,
-                ", ".join(checkpoint_names), ", ".join(names))

@@ -8,7 +8,7 @@ import numpy as np
 
 from official_bert import BertClassifier, BertEncoder, BertTokenClassifier
 from official_bert.checkpoints import head_specs, load_task_weights, save_task_model
-from official_bert.checkpoints.loading import checkpoint_label_names
+from official_bert.checkpoints.loading import checkpoint_label_names, follow_label_names
 
 
 def _classifier_checkpoint(config, path, labels):
@@ -53,3 +53,35 @@ def test_a_checkpoints_label_names_are_its_own_id2label(tiny_config, tmp_path):
                     config_extras={"id2label": {"0": "LABEL_0", "1": "LABEL_1"}})  # transformers' default names
     assert checkpoint_label_names(str(tmp_path / "unnamed")) is None
 
+
+def _two_label_classifier():
+    from official_bert import BertConfig
+
+    keras.utils.set_random_seed(0)
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+    inputs = {"input_word_ids": np.array([[1, 5, 7, 2]], np.int32), "input_mask": np.ones((1, 4), np.int32),
+              "input_type_ids": np.zeros((1, 4), np.int32)}
+    return BertClassifier(BertEncoder(config), num_classes=2, dropout_rate=0.0), inputs
+
+
+def test_a_loaded_heads_labels_follow_this_tasks_order(caplog):
+    """A checkpoint whose id2label is (pos, neg), for a task whose labels are sorted (neg, pos): the head's outputs
+    are swapped, so each label keeps its logit (a classifier that always said "pos" says "pos")."""
+    model, inputs = _two_label_classifier()
+    before = model(inputs).numpy()
+    with caplog.at_level("INFO", logger="official_bert.checkpoints.loading"):
+        follow_label_names(model, ["pos", "neg"], ["neg", "pos"], "ck/pos_neg")
+    np.testing.assert_allclose(model(inputs).numpy(), before[:, ::-1], rtol=1e-6)
+    assert "ck/pos_neg: its head's labels are in the order pos, neg; reordered to this model's neg, pos" in caplog.text
+
+
+def test_a_loaded_head_of_other_label_names_is_kept_and_said(caplog):
+    model, inputs = _two_label_classifier()
+    before = model(inputs).numpy()
+    with caplog.at_level("WARNING", logger="official_bert.checkpoints.loading"):
+        follow_label_names(model, ["negative", "positive"], ["0", "1"], "ck/sst2")
+        follow_label_names(model, None, ["0", "1"], "ck/unnamed")  # transformers' default names: nothing to say
+    np.testing.assert_array_equal(model(inputs).numpy(), before)
+    assert caplog.messages == ["ck/sst2: its head was trained for the labels negative, positive; this model's are "
+                               "0, 1: its outputs are read in this model's order"]

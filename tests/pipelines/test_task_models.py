@@ -157,3 +157,22 @@ def test_save_pretrained_writes_what_transformers_loads_with_the_labels_and_toke
     assert transformers.AutoConfig.from_pretrained(tmp_path / "qa").architectures == ["BertForQuestionAnswering"]
     with pytest.raises(ValueError, match="BertClassifier.save_pretrained writes the model's tokenizer beside it"):
         BertClassifier(model.encoder, num_classes=2).save_pretrained(str(tmp_path / "bare"))
+
+
+def test_a_transformers_task_checkpoint_comes_with_its_head_and_labels(tiny_checkpoint, tmp_path, caplog):
+    """As transformers' `AutoModelForSequenceClassification.from_pretrained`: the head and `id2label` of a task
+    checkpoint come with it; given labels in another order, its outputs follow them; a head of another kind stays
+    out."""
+    texts = ["The cat sat on the mat.", "Nobody came."]
+    source = BertClassifier.from_pretrained(tiny_checkpoint, labels=["pos", "neg"], seq_length=24)
+    source.save_pretrained(str(tmp_path / "hf"))
+    expected = source.predict(texts, verbose=0)
+
+    model = BertClassifier.from_pretrained(tmp_path / "hf", seq_length=24)
+    assert model.label_names == ("pos", "neg")
+    np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=1e-6)
+    swapped = BertClassifier.from_pretrained(tmp_path / "hf", labels=["neg", "pos"], seq_length=24)
+    np.testing.assert_allclose(swapped.predict(texts, verbose=0), expected[:, ::-1], atol=1e-6)
+    with caplog.at_level("WARNING", logger="official_bert.checkpoints.loading"):
+        BertTokenClassifier.from_pretrained(tmp_path / "hf", labels=["O", "B-X"], seq_length=24)
+    assert "its head is a BertForSequenceClassification's, not a BertForTokenClassification's" in caplog.text
