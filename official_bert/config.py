@@ -251,8 +251,10 @@ class BertConfig:
             values: the parsed JSON. Keys that are not fields are ignored, except Hugging Face keys that
                 would make the model something other than a BERT-family encoder, which raise. `model_type` picks
                 the family (absent: BERT, or ALBERT for Google's `albert_config.json`, known by its
-                `num_hidden_groups`); DistilBERT's own names (`dim`, `n_layers`, ...) are read. An ALBERT dict's
-                missing keys take transformers' `AlbertConfig` defaults, as transformers reads the same file.
+                `num_hidden_groups`); DistilBERT's own names (`dim`, `n_layers`, ...) are read. Missing keys take
+                the family's transformers defaults (`ModelFamily.hf_defaults`: RoBERTa's and XLM-RoBERTa's
+                `pad_token_id` 1, DistilBERT's 6 layers, ALBERT's `AlbertConfig` sizes), as transformers reads the
+                same file.
             source: where the dict came from, for error messages.
         """
         if not isinstance(values, dict):

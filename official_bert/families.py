@@ -65,7 +65,9 @@ class ModelFamily:
         hf_key_renames: its `config.json` names -> ours (DistilBERT's `dim`, `n_layers`, ...).
         hf_marker_keys: `config.json` keys that only this family has (tell the family without `model_type`).
         hf_fixed_values: fields its `config.json` never holds, at their fixed values.
-        hf_defaults: transformers' config defaults for the keys a `config.json` leaves out (ALBERT's).
+        hf_defaults: transformers' config defaults, in our field names, where they are not BERT's (our
+            `BertConfig`'s): a `config.json` that leaves out such a key gets the family's (RoBERTa's `pad_token_id` 1,
+            DistilBERT's 6 layers, ALBERT's sizes), as transformers reads the same file.
         hf_extra_fields: fields of ours only this family's config has (`to_dict` drops them elsewhere).
         hf_config_extras: keys `to_hf_dict` adds (token ids, ...).
         hf_class_prefix: transformers' class-name prefix ("Roberta": `RobertaModel`, `RobertaForMaskedLM`, ...).
@@ -138,6 +140,7 @@ ROBERTA = dataclasses.replace(
     BERT, model_type="roberta", display_name="RoBERTa", tokenizer_kind=BPE, tokenizer_files=(BPE_FILES,),
     packing_layout=ROBERTA_LAYOUT, positions_after_padding=True, pooler_optional=True,
     special_tokens=_frozen({"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>", "unk": "<unk>"}),
+    hf_defaults=_frozen({"vocab_size": 50265, "pad_token_id": 1}),  # transformers' `RobertaConfig`'s
     hf_config_extras=_frozen({"bos_token_id": 0, "eos_token_id": 2, "position_embedding_type": "absolute"}),
     hf_class_prefix="Roberta",
     hf_base_prefix="roberta.", google_names=False, hf_masked_lm=("lm_head.dense", "lm_head.layer_norm"),
@@ -146,6 +149,7 @@ ROBERTA = dataclasses.replace(
 XLM_ROBERTA = dataclasses.replace(
     ROBERTA, model_type="xlm-roberta", display_name="XLM-RoBERTa", tokenizer_files=((XLM_ROBERTA_FILE,),),
     no_tokenizer=f"XLM-RoBERTa's SentencePiece tokenizer ({XLM_ROBERTA_FILE}) has no in-graph preprocessor here yet",
+    hf_defaults=_frozen({"pad_token_id": 1}),  # transformers' `XLMRobertaConfig`'s (its vocab_size is BERT's 30522)
     hf_class_prefix="XLMRoberta")
 
 _DISTILBERT_PRE_HEAD = PreHead("relu", "pre_classifier", "pre_classifier", "classifier")
@@ -157,6 +161,7 @@ DISTILBERT = dataclasses.replace(
     BERT, model_type="distilbert", display_name="DistilBERT", tokenizer_files=(), has_token_types=False,
     has_pooler=False, hf_key_renames=_frozen(_DISTILBERT_KEYS), hf_marker_keys=("dim", "n_layers", "n_heads"),
     hf_fixed_values=_frozen({"type_vocab_size": 0, "layer_norm_eps": 1e-12}),
+    hf_defaults=_frozen({"num_hidden_layers": 6}),  # transformers' `DistilBertConfig`'s n_layers (the rest: BERT's)
     hf_config_extras=_frozen({"sinusoidal_pos_embds": False, "tie_word_embeddings": True}),
     hf_class_prefix="DistilBert", hf_base_prefix="distilbert.", hf_encoder_roots=("embeddings.", "transformer."),
     encoder_weight_names="distilbert", google_names=False, hf_masked_lm=("vocab_transform", "vocab_layer_norm"),

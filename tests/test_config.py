@@ -86,3 +86,27 @@ def test_presets_cover_base_large_and_the_24_small_berts():
 def test_hf_dict_round_trip():
     config = BertConfig(hidden_size=256, num_attention_heads=4, num_hidden_layers=4, intermediate_size=1024)
     assert BertConfig.from_dict(config.to_hf_dict()) == config
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "xlm-roberta", "distilbert", "albert"])
+def test_a_config_json_without_a_key_takes_the_familys_transformers_default(model_type):
+    """A RoBERTa config.json without pad_token_id is read with transformers' 1 (not BERT's 0: its position ids would
+    shift); every field a family's transformers config class has defaults as there."""
+    import dataclasses
+
+    from official_bert.families import family_of
+
+    transformers = pytest.importorskip("transformers")
+    theirs = transformers.AutoConfig.for_model(model_type)
+    ours = BertConfig.from_dict({"model_type": model_type})
+    family = family_of(model_type)
+    their_names = {ours_name: their_name for their_name, ours_name in family.hf_key_renames.items()}
+    compared = []
+    for field in dataclasses.fields(BertConfig):
+        name = their_names.get(field.name, field.name)
+        if field.name in family.hf_fixed_values or not hasattr(theirs, name):
+            continue
+        assert getattr(ours, field.name) == getattr(theirs, name), (model_type, field.name)
+        compared.append(field.name)
+    assert {"pad_token_id", "vocab_size", "num_hidden_layers", "hidden_size"} <= set(compared)
+    assert ours.pad_token_id == (1 if "roberta" in model_type else 0)

@@ -200,3 +200,22 @@ def test_a_checkpoint_of_another_family_is_an_error_naming_it(tmp_path, model_ty
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, "n_embd": 4}))
     with pytest.raises(ValueError, match=f"config.json.*'{model_type}'.*not supported"):
         load_encoder(str(tmp_path))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["roberta", "xlm-roberta"])
+def test_a_config_json_without_pad_token_id_loads_with_the_familys_default(name, tmp_path):
+    """transformers' RobertaConfig / XLMRobertaConfig default pad_token_id to 1 (position ids start after it): a
+    config.json without it is read so here too, and the encoder equals AutoModel's on that same directory."""
+    _hf_model(name, "Model", seed=0).save_pretrained(tmp_path)
+    path = tmp_path / "config.json"
+    values = json.loads(path.read_text())
+    del values["pad_token_id"]
+    path.write_text(json.dumps(values))
+    reference = transformers.AutoModel.from_pretrained(str(tmp_path), attn_implementation="eager").eval()
+    assert reference.config.pad_token_id == 1
+    encoder, config = load_encoder(str(tmp_path))
+    assert config.pad_token_id == 1
+    inputs = _inputs(1)
+    with torch.no_grad():
+        _close(encoder(inputs)["sequence_output"], reference(**_torch(inputs)).last_hidden_state)
