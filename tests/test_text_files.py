@@ -17,8 +17,44 @@ def _expected(path, line, column):
 
 def test_read_lines_numbers_lines_keeps_their_ends_and_drops_a_byte_order_mark(tmp_path):
     path = tmp_path / "a.txt"
-    path.write_bytes(b"\xef\xbb\xbffirst\r\nsec\rond\n\nlast")
-    assert list(read_lines(str(path))) == [(1, "first\r\n"), (2, "sec\rond\n"), (3, "\n"), (4, "last")]
+    path.write_bytes(b"\xef\xbb\xbffirst\r\nsec\rond\n\nlast")  # a lone "\r" ends a line, as in Python's open()
+    assert list(read_lines(str(path))) == [(1, "first\r\n"), (2, "sec\r"), (3, "ond\n"), (4, "\n"), (5, "last")]
+    assert [line for _, line in read_lines(str(path))] == open(path, encoding="utf-8-sig", newline="").readlines()
+
+
+@pytest.mark.parametrize("content", [b"one\rtwo\rthree\r", b"\xef\xbb\xbfone\rtwo\rthree", b"one\r\rtwo\r\nthree\n",
+                                     b"one\r\ntwo\r\nthree\r\n", b"one\ntwo\r\r\nthree\r\r"])
+def test_old_mac_line_ends_are_line_ends_as_pythons_universal_newlines(tmp_path, content):
+    """A file saved with "\\r" line ends (old Mac) is not read as one line; "\\r\\n" stays one line end."""
+    path = tmp_path / "cr.txt"
+    path.write_bytes(content)
+    lines = list(read_lines(str(path)))
+    expected = open(path, encoding="utf-8-sig", newline="").readlines()
+    assert [line for _, line in lines] == expected and [n for n, _ in lines] == list(range(1, len(expected) + 1))
+    assert [line.strip() for line in expected if line.strip()] == ["one", "two", "three"]
+
+
+def test_old_mac_line_ends_are_counted_in_errors_and_by_the_readers(tmp_path):
+    from official_bert.data.labeled_text_files import read_labeled_texts
+    from official_bert.data.text_lines import read_text_lines
+
+    path = tmp_path / "input.txt"
+    path.write_bytes(b"one\rtwo ||| 2\rthree\r")  # extract_features' input: three examples, not one
+    assert list(read_text_lines(str(path))) == [("one", None), ("two", "2"), ("three", None)]
+    path.write_bytes(b"fine\r\nok\r" + LATIN1 + b"\r")
+    with pytest.raises(ValueError) as error:
+        list(read_lines(str(path)))
+    assert str(error.value) == _expected(path, 3, 4)
+    json_path = tmp_path / "a.json"
+    json_path.write_bytes(b'{"a":\r "' + LATIN1 + b'"}\r')
+    with pytest.raises(ValueError) as error:
+        read_text(str(json_path))
+    assert str(error.value) == _expected(json_path, 2, 6)
+    csv_path = tmp_path / "train.csv"  # a quoted cell keeps its "\r" as text, as Python's csv module reads it
+    csv_path.write_bytes(b'text,label\rgood,1\r"two\rlines",0\rbad,0\r')
+    table = read_labeled_texts(str(csv_path))
+    assert table.text_a == ["good", "two\rlines", "bad"] and table.labels == ["1", "0", "0"]
+    assert table.lines == [2, 3, 5]
 
 
 def test_a_line_that_is_not_utf8_is_named_with_its_line_and_column_in_characters(tmp_path):
