@@ -3,8 +3,8 @@
 A run is defined by its task (task.json's facts and the task's training settings), its training flags and its
 training data: each file's size and SHA-256 (of its first and last MiB when the data is over 1 GiB in all), a
 TFDS split by name. A later training run into a model_dir that holds progress of an earlier one (checkpoints or
-trained weights) must have the same record; the first difference is named, and `--overwrite` (or another
-`--model_dir`) starts over.
+trained weights) must have the same record; the first difference is named (another task kind or task first), and
+`--overwrite` (or another `--model_dir`) starts over.
 
 Examples:
 
@@ -74,7 +74,11 @@ def run_record(config, task, lower_case):
 
 
 def _first_difference(previous, current, prefix=""):
-    """(key path, earlier value, this run's value) of the first difference, or None."""
+    """(key path, earlier value, this run's value) of the first difference, or None.
+
+    A data file (a dict with "file") is compared by its content, not its path; where they differ, each value names its
+    own run's file.
+    """
     if isinstance(previous, dict) and isinstance(current, dict):
         for key in list(previous) + [k for k in current if k not in previous]:
             found = _first_difference(previous.get(key), current.get(key), f"{prefix}.{key}" if prefix else key)
@@ -86,14 +90,46 @@ def _first_difference(previous, current, prefix=""):
             return prefix, f"{len(previous)} entries", f"{len(current)} entries"
         for i, (a, b) in enumerate(zip(previous, current)):
             if isinstance(a, dict) and isinstance(b, dict):  # a data file: its content decides, not its path
-                a, b = {k: v for k, v in a.items() if k != "file"}, {k: v for k, v in b.items() if k != "file"}
-                if a != b:
-                    name = current[i].get("file") or current[i].get("source")
-                    return f"{prefix}[{i}] ({name})", a, b
+                if {k: v for k, v in a.items() if k != "file"} != {k: v for k, v in b.items() if k != "file"}:
+                    return f"{prefix}[{i}]", a, b
             elif a != b:
                 return f"{prefix}[{i}]", a, b
         return None
     return None if previous == current else (prefix, previous, current)
+
+
+def _run_kind(record):
+    """A record's task in words: "a tagging run (task 'ner')"."""
+    task = record.get("task") or {}
+    return f"a {task.get('kind')} run (task {task.get('task')!r})"
+
+
+def _difference(previous, current):
+    """How `current` differs from the model_dir's `previous` record, in words ("holds ..."), or None.
+
+    The task kind and task come first, so a model_dir of another task is named as such whatever else differs; then
+    the rest of the task, the flags and the data.
+    """
+    before, now = previous.get("task") or {}, current.get("task") or {}
+    if any(before.get(key) != now.get(key) for key in ("kind", "task")):
+        return f"holds {_run_kind(previous)}, and this is {_run_kind(current)}"
+    order = ("task", "flags", "data")
+    for key in order + tuple(k for k in {**previous, **current} if k not in order):
+        found = _first_difference({key: previous.get(key)}, {key: current.get(key)})
+        if found:
+            return f"holds another training run: {_in_words(*found)}"
+    return None
+
+
+def _in_words(key, before, now):
+    """One difference: a data file each with its own run's path ("data[0] (b.tsv) has {...}, the earlier run's
+    (a.tsv) had {...}"), any other value as "key was x, this run has y"."""
+    if not (isinstance(before, dict) and isinstance(now, dict) and "file" in before and "file" in now):
+        if isinstance(before, dict) and isinstance(now, dict):  # (a TFDS split, or a file against a split)
+            before, now = [before.get("file") or before.get("source"), now.get("file") or now.get("source")]
+        return f"{key} was {before!r}, this run has {now!r}"
+    content = [{k: v for k, v in entry.items() if k != "file"} for entry in (before, now)]
+    return f"{key} ({now['file']}) has {content[1]!r}, the earlier run's ({before['file']}) had {content[0]!r}"
 
 
 def has_progress(model_dir):
@@ -133,11 +169,10 @@ def check_same_training(model_dir, record):
                 "do_lower_case": record["flags"]["do_lower_case"]}
         model_dirs.check_same_run(model_dir, task.pop("kind"), {k: v for k, v in task.items() if k in recorded})
         return
-    difference = _first_difference(previous, record)
+    difference = _difference(previous, record)
     if difference:
-        key, before, now = difference
-        raise ValueError(f"{model_dir} holds another training run: {key} was {before!r}, this run has {now!r}; "
-                         f"pass --overwrite to start over there, or use another --model_dir")
+        raise ValueError(f"{model_dir} {difference}; pass --overwrite to start over there, or use another "
+                         f"--model_dir")
 
 
 def write_run_record(model_dir, record):

@@ -2,6 +2,9 @@
 
 import hashlib
 
+import pytest
+
+from official_bert import model_dir as model_dirs
 from official_bert import run_record
 
 
@@ -29,5 +32,37 @@ def test_the_first_difference_is_named_and_a_data_file_is_compared_by_content():
     assert run_record._first_difference(before, {**before, "flags": {"seed": 2, "learning_rate": 3e-5}}) == (
         "flags.seed", 1, 2)
     changed = {**before, "data": [{"file": "/b/train.tsv", "bytes": 11, "sha256": "y"}]}
-    assert run_record._first_difference(before, changed) == (
-        "data[0] (/b/train.tsv)", {"bytes": 10, "sha256": "x"}, {"bytes": 11, "sha256": "y"})
+    assert run_record._first_difference(before, changed) == ("data[0]", before["data"][0], changed["data"][0])
+
+
+def _record(kind, task, flags, data):
+    return {"data": [data], "flags": flags, "task": {"kind": kind, "task": task}}  # (run.json's keys are sorted)
+
+
+def test_a_model_dir_of_another_task_kind_is_named_so_and_a_data_file_with_its_own_fingerprint(tmp_path):
+    """A classification run into a NER model_dir: the message says it holds a tagging run (the kind is compared
+    first), not that data[0] differs; where only the data differ, each file is named with its own fingerprint."""
+    (tmp_path / model_dirs.WEIGHTS_FILE).write_bytes(b"trained")  # progress: a resume would be refused
+    conll = {"file": "/data/conll/train.txt", "bytes": 19696, "sha256": "c0"}
+    mrpc = {"file": "/data/MRPC/train.tsv", "bytes": 15356, "sha256": "35"}
+    run_record.write_run_record(str(tmp_path), _record("tagging", "ner", {"seed": 1}, conll))
+    with pytest.raises(ValueError) as error:
+        run_record.check_same_training(str(tmp_path), _record("classification", "MRPC", {"seed": 2}, mrpc))
+    assert str(error.value) == (f"{tmp_path} holds a tagging run (task 'ner'), and this is a classification run "
+                                f"(task 'MRPC'); pass --overwrite to start over there, or use another --model_dir")
+    with pytest.raises(ValueError, match=r"holds a classification run \(task 'MRPC'\), and this is a classification "
+                                         r"run \(task 'SST-2'\)"):
+        run_record.write_run_record(str(tmp_path), _record("classification", "MRPC", {"seed": 1}, mrpc))
+        run_record.check_same_training(str(tmp_path), _record("classification", "SST-2", {"seed": 1}, conll))
+    with pytest.raises(ValueError, match=r"holds another training run: flags.seed was 1, this run has 2;"):
+        run_record.check_same_training(str(tmp_path), _record("classification", "MRPC", {"seed": 2}, conll))
+    with pytest.raises(ValueError) as error:
+        run_record.check_same_training(str(tmp_path), _record("classification", "MRPC", {"seed": 1}, conll))
+    assert str(error.value).startswith(
+        f"{tmp_path} holds another training run: data[0] (/data/conll/train.txt) has {{'bytes': 19696, 'sha256': "
+        f"'c0'}}, the earlier run's (/data/MRPC/train.tsv) had {{'bytes': 15356, 'sha256': '35'}}; pass --overwrite")
+    tfds = {"source": "tfds:glue/mrpc[train]"}
+    with pytest.raises(ValueError, match=r"data\[0\] was '/data/MRPC/train.tsv', this run has 'tfds:glue/mrpc"):
+        run_record.check_same_training(str(tmp_path), _record("classification", "MRPC", {"seed": 1}, tfds))
+    run_record.check_same_training(str(tmp_path), _record("classification", "MRPC", {"seed": 1},
+                                                          {**mrpc, "file": "/elsewhere/train.tsv"}))
