@@ -38,7 +38,7 @@ def load_pretrainer_weights(pretrainer, path):
               "next_sentence": has_nsp}
     if has_nsp:
         restore(nsp_specs, reader)
-    else:
+    elif pretrainer.next_sentence is not None:  # (a pre-trainer without one, objective "mlm": nothing to say)
         logger.info("%s: no next-sentence head in the checkpoint; it starts from a fresh initialisation",
                     reader.path)
     return loaded

@@ -96,6 +96,21 @@ def test_masked_lm_only_checkpoint_and_the_old_decoder_bias_name(tmp_path):
     np.testing.assert_allclose(pretrainer(inputs)["mlm_logits"].numpy(), expected, atol=1e-5)
 
 
+def test_a_pretrainer_without_a_sentence_head_logs_nothing_about_one(tmp_path, caplog):
+    """Objective "mlm" (no next-sentence head): loading a `BertForMaskedLM` says nothing of a fresh NSP head; a
+    pre-trainer that has that head is told it starts fresh."""
+    randomized(transformers.BertForMaskedLM(transformers.BertConfig(**HF_CONFIG)), seed=5).save_pretrained(tmp_path)
+    config = BertConfig.from_json_file(tmp_path / "config.json")
+    with caplog.at_level(logging.INFO):
+        loaded = load_pretrainer_weights(BertPretrainer(BertEncoder(config), objective="mlm"), tmp_path)
+    assert loaded == {"masked_lm": True, "next_sentence": False}
+    assert "next-sentence" not in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        load_pretrainer_weights(BertPretrainer(BertEncoder(config)), tmp_path)
+    assert "no next-sentence head in the checkpoint; it starts from a fresh initialisation" in caplog.text
+
+
 def test_head_with_a_wrong_shape_names_the_variable(hf_pretraining_dir, tmp_path):
     from safetensors.numpy import load_file, save_file
 
