@@ -267,8 +267,7 @@ class BertConfig:
             if values.get("hidden_act") == "gelu":
                 values["hidden_act"] = "gelu_new"
         if model_type not in model_types():
-            raise ValueError(f"{source}: field 'model_type' is {model_type!r}: a checkpoint of that family is not "
-                             f"supported (supported: {', '.join(model_types())})")
+            raise unsupported_family_error(model_type, source)
         family = family_of(model_type)
         renamed = {ours: values[theirs] for theirs, ours in family.hf_key_renames.items() if theirs in values}
         values = {**family.hf_defaults, **values, **renamed, **family.hf_fixed_values}
@@ -307,6 +306,17 @@ class BertConfig:
             values[theirs] = values.pop(ours)
         return {"architectures": [family.hf_architecture()], **values, "model_type": self.model_type,
                 "pad_token_id": self.pad_token_id, **family.hf_config_extras}
+
+
+def unsupported_family_error(model_type, source) -> ValueError:
+    """The error for a config whose `model_type` names a family not supported here ("t5").
+
+    Args:
+        model_type: the config's `model_type`.
+        source: the config file, named in the message.
+    """
+    return ValueError(f"{source}: field 'model_type' is {model_type!r}: a checkpoint of that family is not supported "
+                      f"(supported: {', '.join(model_types())})")
 
 
 def is_google_albert(values: dict) -> bool:

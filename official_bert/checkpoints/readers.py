@@ -11,6 +11,9 @@ from typing import Dict, List
 
 import numpy as np
 
+from official_bert.config import read_config_json, unsupported_family_error
+from official_bert.families import model_types
+
 # Google checkpoints also hold optimizer state; Hugging Face ones a position-id buffer. Never weights.
 _SKIPPED_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v")
 _SKIPPED_NAMES = ("global_step", "embeddings.position_ids", "bert.embeddings.position_ids")
@@ -167,6 +170,20 @@ def _google_config(directory: str):
     return None
 
 
+def _check_family(config_path: str):
+    """Raises the unsupported-family error when `config_path` (a directory's `config.json`, if there) names a
+    `model_type` of a family not supported here; an unreadable one is left to the config's own reader."""
+    if not os.path.isfile(config_path):
+        return
+    try:
+        values = read_config_json(config_path)
+    except (OSError, ValueError):
+        return
+    model_type = values.get("model_type") if isinstance(values, dict) else None
+    if model_type is not None and model_type not in model_types():
+        raise unsupported_family_error(model_type, config_path)
+
+
 def open_checkpoint(path: str) -> CheckpointReader:
     """Opens a Hugging Face or Google BERT checkpoint.
 
@@ -183,6 +200,7 @@ def open_checkpoint(path: str) -> CheckpointReader:
         prefix = _find_google_prefix(path)
         if prefix:
             return _open_google(prefix, _google_config(path))
+        _check_family(os.path.join(path, "config.json"))  # (a T5 folder: its family, whatever weights it has)
         if os.path.isfile(os.path.join(path, "pytorch_model.bin")):
             raise ValueError(
                 f"{path}: only pytorch_model.bin found; official_bert reads safetensors without torch. Convert it "

@@ -97,3 +97,30 @@ def test_a_path_that_is_no_checkpoint_says_what_it_is(minilm_dir, tmp_path):
         open_checkpoint(config)
     with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path}: no BERT checkpoint found")):
         open_checkpoint(tmp_path)
+
+
+def test_a_folder_of_an_unsupported_family_is_named_so_with_or_without_weights(tmp_path):
+    """A T5 folder (config.json `model_type` "t5"): the unsupported-family message, not "no BERT checkpoint found",
+    whether its weights are there, absent, or only pytorch_model.bin."""
+    from safetensors.numpy import save_file
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "t5", "d_model": 32}))
+    expected = (f"{config}: field 'model_type' is 't5': a checkpoint of that family is not supported (supported: "
+                f"bert, roberta, xlm-roberta, distilbert, albert)")
+    with pytest.raises(ValueError) as error:
+        open_checkpoint(tmp_path)
+    assert str(error.value) == expected
+    (tmp_path / "pytorch_model.bin").write_bytes(b"torch")
+    with pytest.raises(ValueError) as error:
+        load_encoder(str(tmp_path))
+    assert str(error.value) == expected
+    save_file({"shared.weight": np.zeros((4, 2), np.float32)}, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError) as error:
+        load_encoder(str(tmp_path))
+    assert str(error.value) == expected
+    config.write_text(json.dumps({"model_type": "bert"}))  # a supported family without weights: as before
+    (tmp_path / "model.safetensors").unlink()
+    (tmp_path / "pytorch_model.bin").unlink()
+    with pytest.raises(FileNotFoundError, match="no BERT checkpoint found"):
+        open_checkpoint(tmp_path)
