@@ -166,6 +166,7 @@ class MaskedLMModule(ServingModule):
         self._vocab = tuple(vocab) + ("",)  # index -1 (padding) reads the last entry
 
     quantizes_word_table = False  # the head decodes with it
+    answers_top_k = True
 
     @classmethod
     def preprocessor_for(cls, loaded, seq_length):

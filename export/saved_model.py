@@ -62,6 +62,9 @@ def _task_module(model_dir, max_seq_length, staging_dir, top_k=None, quantize_mo
     if jit_compile and not module_class.compiles_requests:
         raise ValueError(f"--jit_compile: sequence classifiers and taggers (tasks.run_classifier, tasks.run_ner "
                          f"model_dirs) and encoder checkpoints only; {model_dir} is a {loaded.kind} model_dir")
+    if top_k is not None and not module_class.answers_top_k:
+        raise ValueError(f"--top_k: masked-LM model_dirs (tasks.run_pretraining) only; {model_dir} is a {loaded.kind} "
+                         "model_dir")
     windows = {}
     if max_windows is not None:
         if not module_class.reads_windows:
@@ -151,6 +154,10 @@ def build_module(model_dir, staging_dir, max_seq_length=None, top_k=None, precis
         if is_model_dir(model_dir):
             return _task_module(model_dir, max_seq_length, staging_dir, top_k, quantize_mode, jit_compile,
                                 max_windows)
+        for flag, value in (("top_k", top_k), ("max_windows", max_windows)):
+            if value is not None:
+                raise ValueError(f"--{flag}: {model_dir} is not a model_dir of the task it serves (masked-LM, SQuAD); "
+                                 "an encoder export takes neither")
         try:
             return _encoder_module(model_dir, max_seq_length, staging_dir, quantize_mode, jit_compile)
         except NoCheckpointError as error:

@@ -44,6 +44,7 @@ class ServingModule(tf.Module):
     compiles_requests = False  # whether it takes `jit_compile` (`export.saved_model --jit_compile`)
     quantizes_word_table = True  # `--precision=int8` quantizes the word-piece table (not a decoder's)
     reads_windows = False  # whether `from_model_dir` takes `max_windows` (`export.saved_model --max_windows`)
+    answers_top_k = False  # whether `from_model_dir` uses `top_k` (`export.saved_model --top_k`)
 
     @classmethod
     def from_model_dir(cls, loaded, seq_length, assets, staging_dir, top_k=None, jit_compile=False):

@@ -32,6 +32,7 @@ constants (TFLite's converter keeps Keras 3 variables as uninitialised VAR_HANDL
   (all-MiniLM-L6-v2 on MRPC: 40% dev accuracy against 77%; docs/compression.md).
 """
 
+import logging
 import os
 import tempfile
 
@@ -41,6 +42,7 @@ from absl import flags
 from export.ops import SENTENCEPIECE_OPS, TF_TEXT_OPS, serving_save_options
 from official_bert.text_files import read_lines
 
+logger = logging.getLogger(__name__)
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
 # Calibration examples full_int8 reads from the start of --representative_file.
 MAX_REPRESENTATIVE_EXAMPLES = 200
@@ -136,6 +138,10 @@ def read_representative_file(path, limit=MAX_REPRESENTATIVE_EXAMPLES):
         lines.append(lineno)
     if not examples:
         raise ValueError(f"--representative_file={path}: no text; full_int8 calibrates on texts of the task")
+    if len(examples) < limit:
+        logger.warning("--representative_file=%s holds %d example(s); full_int8 calibrates its activation scales on up "
+                       "to %d of the task's own texts, and fewer may leave other texts outside them", path,
+                       len(examples), limit)
     return RepresentativeTexts(examples, path, lines)
 
 

@@ -7,7 +7,7 @@ the field:
 
 >>> examples = read_time_series("train.npz")
 >>> names = training_label_names(examples)
->>> ids = label_ids(examples, names, "train.npz")
+>>> ids = label_ids(examples, names, "the training split train.npz")
 """
 
 import dataclasses
@@ -193,7 +193,8 @@ def label_ids(examples: TimeSeriesExamples, label_names, training_source) -> np.
     Args:
         examples: a labeled split.
         label_names: the training split's classes.
-        training_source: the training split's file, named when a label is not among its classes.
+        training_source: where the classes come from, named when a label is not among them ("the training split
+            train.npz", "the training run of out/gait").
 
     Raises:
         ValueError: no labels, or a label the training split does not have (naming the file, field and example).
@@ -204,8 +205,7 @@ def label_ids(examples: TimeSeriesExamples, label_names, training_source) -> np.
     unknown = [i for i, label in enumerate(examples.labels.tolist()) if label not in index]
     if unknown:
         raise ValueError(f"{examples.source}: field 'labels' has {str(examples.labels[unknown[0]])!r} at example "
-                         f"{unknown[0]}, not a class of the training split {training_source} "
-                         f"({', '.join(label_names)})")
+                         f"{unknown[0]}, not a class of {training_source} ({', '.join(label_names)})")
     return np.asarray([index[label] for label in examples.labels.tolist()], np.int32)
 
 

@@ -6,7 +6,7 @@ import os
 
 from official_bert import model_dir as model_dirs
 from official_bert.tasks.base import TOKENIZER_KINDS, Task, check_training_examples, predictions_path
-from official_bert.text_files import read_lines
+from official_bert.text_files import path_exists, read_lines
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ class TaggingTask(Task):
 
     def _predict_texts(self):
         if self._texts is None:
+            if not path_exists(self.predict_text_file):
+                raise FileNotFoundError(f"--predict_text_file={self.predict_text_file}: no such file")
             self._texts = [line.rstrip("\r\n") for _, line in read_lines(self.predict_text_file)]
         return self._texts
 

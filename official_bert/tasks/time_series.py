@@ -141,7 +141,7 @@ class TimeSeriesClassificationTask(Task):
                     "init_scheme": self.init_scheme}
             if self.standardize:
                 info["feature_mean"], info["feature_scale"] = channel_statistics(train)
-            train_source = train.source
+            train_source = "the training split " + train.source
         self._info = {"task": "time_series", **info}
         self._labels = {}
         for split, needed in (("train", config.do_train), ("dev", config.do_eval), ("test", config.do_predict)):

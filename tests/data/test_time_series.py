@@ -77,7 +77,9 @@ def test_labels_outside_the_training_set(tmp_path):
     dev = read_time_series(_write(tmp_path, "dev.npz", labels=np.array(["a", "c", "b"])))
     with pytest.raises(ValueError, match=r"dev.npz: field 'labels' has 'c' at example 1, not a class of the "
                                          r"training split .*train.npz \(a, b\)"):
-        label_ids(dev, training_label_names(train), train.source)
+        label_ids(dev, training_label_names(train), "the training split " + train.source)
+    with pytest.raises(ValueError, match=r"not a class of the training run of out/gait \(a, b\)$"):
+        label_ids(dev, training_label_names(train), "the training run of out/gait")
     with pytest.raises(ValueError, match="dev.npz: field 'labels' missing"):
         label_ids(read_time_series(_write(tmp_path, "dev.npz")), ["a"], train.source)
 

@@ -298,3 +298,15 @@ def test_warmup_requests_replay_against_the_model(exports, saved_of, kind):
         text_logits, token_logits = answers[0]["logits"].numpy(), answers[2]["logits"].numpy()
         np.testing.assert_allclose(text_logits[real], token_logits[real], atol=1e-5, rtol=1e-5)
         assert longest < real.shape[1] and not text_logits[:, longest:].any()
+
+
+def test_a_flag_of_another_kinds_export_is_refused(model_dir_of, tmp_path):
+    """--top_k (masked LM) and --max_windows (SQuAD) were ignored by the other exports without a word."""
+    from export.saved_model import build_module
+
+    with pytest.raises(ValueError, match=r"--top_k: masked-LM model_dirs \(tasks.run_pretraining\) only; .* is a "
+                                         r"classification model_dir"):
+        build_module(str(model_dir_of("classifier")), str(tmp_path), top_k=3)
+    for flag in ("top_k", "max_windows"):
+        with pytest.raises(ValueError, match=f"--{flag}: .* is not a model_dir of the task it serves"):
+            build_module(str(model_dir_of("encoder")), str(tmp_path), **{flag: 2})

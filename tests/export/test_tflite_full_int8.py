@@ -114,10 +114,12 @@ def test_full_int8_refuses_a_graph_without_the_feed_forward_output(exports, mrpc
                        tflite.read_representative_file(str(mrpc_pairs)))
 
 
-def test_a_representative_pair_is_tab_separated_or_split_at_three_bars_as_predict_reads_it(tmp_path):
+def test_a_representative_pair_is_tab_separated_or_split_at_three_bars_as_predict_reads_it(tmp_path, caplog):
     (tmp_path / "texts.txt").write_text("A cat. ||| A dog.\n\nOne\tTwo\nAlone\n", encoding="utf-8")
-    examples = tflite.read_representative_file(str(tmp_path / "texts.txt"))
+    with caplog.at_level("WARNING", logger="export.tflite"):
+        examples = tflite.read_representative_file(str(tmp_path / "texts.txt"))
     assert examples == [("A cat.", "A dog."), ("One", "Two"), ("Alone",)] and examples.lines == [1, 3, 4]
+    assert "texts.txt holds 3 example(s); full_int8 calibrates its activation scales on up to 200" in caplog.text
     (tmp_path / "bad.txt").write_text("A\na ||| b ||| c\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"bad.txt:2: 2 '\|\|\|' separators"):
         tflite.read_representative_file(str(tmp_path / "bad.txt"))

@@ -150,3 +150,10 @@ def test_a_trained_model_dir_tags_a_text_file_without_data_dir(runs):
              re.escape(f"--data_dir is required: --model_dir={root / 'none'} holds no trained run"))]:
         with pytest.raises(ValueError, match=message):
             run(task, config)
+
+
+def test_a_missing_predict_text_file_is_named_with_its_flag(tmp_path):
+    from official_bert.tasks.tagging import TaggingTask
+
+    with pytest.raises(FileNotFoundError, match=r"^--predict_text_file=.*nothere.txt: no such file$"):
+        TaggingTask(None, predict_text_file=str(tmp_path / "nothere.txt"))._predict_texts()
