@@ -248,7 +248,10 @@ def save_encoder(encoder, path, vocab_file: str = None, overwrite: bool = False)
     Args:
         encoder: a `BertEncoder`.
         path: output directory (created).
-        vocab_file: copied in as `vocab.txt` when given.
+        vocab_file: the tokenizer's file, copied in as `write_hf_directory` does (`vocab.txt`, RoBERTa's `vocab.json`
+            with its `merges.txt`, ALBERT's `spiece.model`). Without it the directory holds no tokenizer, and
+            transformers' `AutoTokenizer` cannot load it (pass it, then `model_dir.write_tokenizer_config` for the
+            casing, as a model_dir's `encoder/` is written).
         overwrite: replace an existing `model.safetensors` there; otherwise that is an error.
     """
     tensors = {spec.hf_name: spec.to_stored_value("hf") for spec in encoder_specs(encoder)}
