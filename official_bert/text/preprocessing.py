@@ -3,11 +3,11 @@
 `load_preprocessor(directory, seq_length)` reads a checkpoint directory (Hugging Face or Google) or a model_dir of
 ours, finds the family (`config.json`'s `model_type`) and its tokenizer files, and returns a `Preprocessor`:
 BERT and DistilBERT get WordPiece (`vocab.txt` or `tokenizer.json`) and `[CLS] A [SEP] B [SEP]`; RoBERTa gets its
-byte-level BPE (`vocab.json` + `merges.txt`) and `<s> A </s></s> B </s>` with one token type; ALBERT gets its
-SentencePiece model (`spiece.model`) and `[CLS] A [SEP] B [SEP]`.
+byte-level BPE (`vocab.json` + `merges.txt`, or the `tokenizer.json` transformers 5 saves) and `<s> A </s></s> B </s>`
+with one token type; ALBERT gets its SentencePiece model (`spiece.model`) and `[CLS] A [SEP] B [SEP]`. A
+`tokenizer.json` with added tokens (`tok.add_tokens`), or one that disagrees with the files beside it, is refused.
 """
 
-import dataclasses
 import logging
 import os
 import shutil
@@ -17,14 +17,15 @@ import keras
 from official_bert.config import BertConfig
 from official_bert.families import BERT_LAYOUT, ROBERTA_LAYOUT, family_of
 from official_bert.hf_config import read_hf_config
-from official_bert.text.bpe_tokenizer import BytePairTokenizer, read_vocab_json
+from official_bert.text.bpe_tokenizer import BytePairTokenizer
+# (check_vocab_kind, read_vocab_file: imported from here by run_checkpoint and others)
+from official_bert.text.family_vocab import (BpeVocab, SentencepieceVocab, check_vocab_kind,  # noqa: F401
+                                             read_vocab_file, tokenizer_directory)
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.tokenizer import BertTokenizer
-from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer
+from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer, write_tokenizer_files_of
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
-from official_bert.tokenizer_kinds import (BPE, BPE_FILES, GOOGLE_SENTENCEPIECE_FILE, SENTENCEPIECE,
-                                           SENTENCEPIECE_FILE, WORDPIECE_FILE, XLM_ROBERTA_FILE,
-                                           tokenizer_kind)
+from official_bert.tokenizer_kinds import BPE, BPE_FILES, SENTENCEPIECE, SENTENCEPIECE_FILE, WORDPIECE_FILE, tokenizer_kind
 
 logger = logging.getLogger(__name__)
 
@@ -135,60 +136,6 @@ def warn_truncated(count, total, what, limit):
                        f"{total:,}", what, 100 * count / total, limit)
 
 
-@dataclasses.dataclass
-class BpeVocab:
-    """RoBERTa's tokenizer files, where a WordPiece model has its list of tokens (`vocab.txt`).
-
-    Attributes:
-        vocab_file: `vocab.json`.
-        merges_file: `merges.txt`.
-    """
-    vocab_file: str
-    merges_file: str
-
-    @classmethod
-    def find(cls, directory) -> "BpeVocab":
-        """The `vocab.json` + `merges.txt` of a checkpoint directory or model_dir; raises naming what is missing."""
-        files = tokenizer_directory(os.fspath(directory))
-        if os.path.isfile(os.path.join(files, XLM_ROBERTA_FILE)):
-            raise ValueError(f"{files}: {family_of('xlm-roberta').no_tokenizer}")
-        missing = [f for f in BPE_FILES if not os.path.isfile(os.path.join(files, f))]
-        if missing:
-            raise FileNotFoundError(f"{files}: a RoBERTa checkpoint needs its byte-level BPE files; missing "
-                                    f"{', '.join(missing)}")
-        return cls(*(os.path.join(files, f) for f in BPE_FILES))
-
-    def __len__(self):  # the vocab size, as `len(tokens)` of a WordPiece vocab
-        return max(read_vocab_json(self.vocab_file).values()) + 1
-
-
-@dataclasses.dataclass
-class SentencepieceVocab:
-    """ALBERT's tokenizer file, where a WordPiece model has its list of tokens (`vocab.txt`).
-
-    Attributes:
-        model_file: `spiece.model`.
-    """
-    model_file: str
-
-    @classmethod
-    def find(cls, directory) -> "SentencepieceVocab":
-        """The `spiece.model` (transformers' name; Google's releases: `30k-clean.model`) of a checkpoint directory or
-        model_dir; raises naming the directory if there is none."""
-        files = tokenizer_directory(os.fspath(directory))
-        for name in (SENTENCEPIECE_FILE, GOOGLE_SENTENCEPIECE_FILE):
-            if os.path.isfile(os.path.join(files, name)):
-                return cls(os.path.join(files, name))
-        raise FileNotFoundError(f"{files}: an ALBERT checkpoint needs its SentencePiece model; missing "
-                                f"{SENTENCEPIECE_FILE} (or {GOOGLE_SENTENCEPIECE_FILE}, as Google's releases name it)")
-
-    def __len__(self):  # the vocab size, as `len(tokens)` of a WordPiece vocab
-        from official_bert.text.sentencepiece_model import SentencepieceModel
-
-        with open(self.model_file, "rb") as f:
-            return len(SentencepieceModel(f.read(), self.model_file).pieces)
-
-
 def tokenizer_file_names(tokens):
     """The names of the files `write_tokenizer_files` writes for `tokens` (none for None)."""
     if tokens is None:
@@ -209,6 +156,8 @@ def write_tokenizer_files(tokens, directory) -> str:
         if os.path.abspath(tokens.model_file) != os.path.abspath(target):
             shutil.copyfile(tokens.model_file, target)
         return target
+    if isinstance(tokens, BpeVocab) and tokens.vocab is not None:  # read from a tokenizer.json
+        return write_tokenizer_files_of(tokenizer_of(tokens, False), directory)
     if isinstance(tokens, BpeVocab):
         for source, name in zip((tokens.vocab_file, tokens.merges_file), BPE_FILES):
             target = os.path.join(directory, name)
@@ -271,16 +220,6 @@ def model_type_of(directory) -> str:
     return "bert"
 
 
-def tokenizer_directory(directory) -> str:
-    """Where a directory's tokenizer files are: a model_dir of ours keeps them in its `encoder/`."""
-    encoder = os.path.join(directory, "encoder")
-    if not any(os.path.isfile(os.path.join(directory, f))
-               for f in (WORDPIECE_FILE, "tokenizer.json", *BPE_FILES, SENTENCEPIECE_FILE)) \
-            and os.path.isdir(encoder):
-        return encoder
-    return directory
-
-
 def find_family_vocab(directory, model_type, vocab_size=None):
     """The tokenizer files of a checkpoint directory (or model_dir) for a family, their casing and their source.
 
@@ -298,10 +237,11 @@ def find_family_vocab(directory, model_type, vocab_size=None):
     files = tokenizer_directory(os.fspath(directory))
     family = family_of(model_type)
     if family.no_tokenizer:
-        raise ValueError(f"{directory}: {family.no_tokenizer}; RoBERTa (vocab.json + merges.txt), BERT and "
-                         "DistilBERT do")
+        raise ValueError(f"{directory}: {family.no_tokenizer}; RoBERTa (vocab.json + merges.txt), ALBERT "
+                         "(spiece.model), BERT and DistilBERT do")
     if family.tokenizer_kind == BPE:
-        vocab, lower, source = BpeVocab.find(files), False, os.path.join(files, BPE_FILES[0])
+        vocab = BpeVocab.find(files)
+        lower, source = False, vocab.vocab_file
     elif family.tokenizer_kind == SENTENCEPIECE:
         from official_bert.text.sentencepiece_tokenizer import sentencepiece_lower_case
 
@@ -312,19 +252,6 @@ def find_family_vocab(directory, model_type, vocab_size=None):
     if vocab_size is not None:
         check_vocab_size(vocab, vocab_size, source)
     return vocab, lower, source
-
-
-def read_vocab_file(path):
-    """The vocab of one tokenizer file, as `find_family_vocab` returns it: a `BpeVocab` for `vocab.json` (with the
-    `merges.txt` beside it), a `SentencepieceVocab` for a `*.model`, else the tokens of a WordPiece `vocab.txt`."""
-    kind = tokenizer_kind(path)
-    if kind == BPE:
-        return BpeVocab.find(os.path.dirname(os.path.abspath(path)))
-    if kind == SENTENCEPIECE:
-        return SentencepieceVocab(os.fspath(path))
-    from official_bert.text.vocab import load_vocab
-
-    return load_vocab(path)
 
 
 _logged_padded_tables = set()  # (source, tokens, vocab_size): each padded table is logged once
@@ -355,6 +282,8 @@ def resolve_casing(lower, source, hint=""):
 def tokenizer_of(vocab, lower_case):
     """The in-graph tokenizer of a `find_family_vocab` vocab: `BytePairTokenizer`, `SentencepieceTokenizer` or
     `BertTokenizer` (casing does not apply to the byte-level BPE)."""
+    if isinstance(vocab, BpeVocab) and vocab.vocab is not None:
+        return BytePairTokenizer(vocab=vocab.vocab, merges=vocab.merges)
     if isinstance(vocab, BpeVocab):
         return BytePairTokenizer(vocab.vocab_file, vocab.merges_file)
     if isinstance(vocab, SentencepieceVocab):
@@ -388,9 +317,9 @@ def load_preprocessor(directory, seq_length) -> Preprocessor:
 
     Args:
         directory: a Hugging Face directory (`config.json` and the family's tokenizer files: `vocab.txt` or
-            `tokenizer.json` for BERT and DistilBERT, `vocab.json` + `merges.txt` for RoBERTa, `spiece.model` (and
-            `tokenizer_config.json`, if any) for ALBERT), a Google BERT
-            directory (`bert_config.json` + `vocab.txt`), or a model_dir of ours.
+            `tokenizer.json` for BERT and DistilBERT, `vocab.json` + `merges.txt` or `tokenizer.json` for RoBERTa,
+            `spiece.model` (and `tokenizer_config.json`, if any) for ALBERT), a Google BERT directory
+            (`bert_config.json` + `vocab.txt`), or a model_dir of ours.
         seq_length: the packed length.
 
     Examples:

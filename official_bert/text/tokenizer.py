@@ -93,7 +93,11 @@ class BertTokenizer(keras.layers.Layer):
         self._unk_id = self._pieces.token_to_id["[UNK]"]
         normalizer, bounds = _normalizer_models(lower_case, self._pieces.tokens)
         self._normalizer_model, self._bounds_model = eager_constant(normalizer), eager_constant(bounds)
-        self._wordpiece_model = eager_constant(_wordpiece_model(self._pieces.tokens, max_chars_per_word))
+        try:
+            self._wordpiece_model = eager_constant(_wordpiece_model(self._pieces.tokens, max_chars_per_word))
+        except RuntimeError as error:  # tensorflow-text's "No valid vocab tokens were found to build the trie"
+            raise ValueError(f"{source} has no tokens to tokenize text with, only {', '.join(tokens[:8])}"
+                             f"{' ...' if len(tokens) > 8 else ''} ({error})") from None
         is_suffix = is_suffix_piece(tokens)  # (vocab,)
         self._is_suffix = eager_constant(is_suffix)
         self._char_lengths = eager_constant(np.array(  # (vocab,) characters each piece covers in its word

@@ -73,7 +73,18 @@ def runs(minilm_dir, tiny_checkpoint, tmp_path_factory):
             (directories[f"unreadable{index}"] / name).write_text("mine\n")
         if output == "input.jsonl":  # the input under another name
             os.symlink(directories[f"unreadable{index}"] / "input.txt", directories[f"unreadable{index}"] / output)
+    bare = root / "minilm_no_vocab"  # MiniLM without its tokenizer.json, its vocab given as --vocab_file
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        os.symlink(minilm_dir / name, bare / name)
+    spec = json.loads((minilm_dir / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    (root / "vocab.txt").write_text("\n".join(sorted(spec, key=spec.get)) + "\n", encoding="utf-8")
+    add("no_vocab", _lines(), "--output_file={tmp}/out.jsonl", f"--init_checkpoint={bare}", "--layers=-1")
+    add("vocab_file", _lines(), "--output_file={tmp}/features.jsonl", f"--init_checkpoint={bare}",
+        "--layers=-1,-2,-7", "--max_seq_length=64", f"--vocab_file={root / 'vocab.txt'}", "--do_lower_case")
     roberta = roberta_directory(root / "roberta", 514)  # 514 positions, pad id 1 (as roberta-base)
+    add("wrong_kind", _lines(), "--output_file={tmp}/out.jsonl", f"--init_checkpoint={roberta}", "--layers=-1",
+        f"--vocab_file={root / 'vocab.txt'}")
     for seq_length in (512, 513, 514):
         add(f"roberta{seq_length}", "abc def\n", "--output_file={tmp}/out.jsonl", f"--init_checkpoint={roberta}",
             "--layers=-1", f"--max_seq_length={seq_length}")
@@ -219,3 +230,22 @@ def test_a_roberta_checkpoint_takes_its_positions_less_the_skipped_ones(runs):
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
         assert (f"--max_seq_length={seq_length} must be between 3 and the model's max_position_embeddings=514 less "
                 "RoBERTa's 2 padding positions") in result.stderr.strip().splitlines()[-1]
+
+
+def test_a_directory_without_its_vocab_takes_vocab_file(runs):
+    """The error names --vocab_file, which extract_features has; with it, the features equal those of MiniLM's own."""
+    result, directory = runs["no_vocab"]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].endswith("minilm_no_vocab: no vocab.txt or tokenizer.json; pass "
+                                                           "--vocab_file")
+    result, directory = runs["vocab_file"]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (directory / "features.jsonl").read_text() == (runs["json_lines"][1] / "features.jsonl").read_text()
+
+
+def test_a_vocab_file_of_another_familys_kind_is_one_line(runs):
+    result, _ = runs["wrong_kind"]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].endswith(
+        "vocab.txt: a WordPiece vocabulary, but a RoBERTa checkpoint's tokenizer is a byte-level BPE (vocab.json + "
+        "merges.txt); pass the vocab file of its own family")
