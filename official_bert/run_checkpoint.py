@@ -67,7 +67,7 @@ def resolve_checkpoint_settings(config, task):
     bert_config = task.model_config() or load_config(open_checkpoint(init))
     tokens, lower, source = None, None, None
     if config.vocab_file:  # vocab.txt, RoBERTa's vocab.json (merges.txt beside it) or ALBERT's spiece.model
-        tokens, source = read_vocab_file(config.vocab_file), config.vocab_file
+        tokens, source = read_vocab_file(config.vocab_file, bert_config.model_type), config.vocab_file
     elif init:
         try:
             tokens, lower, source = find_family_vocab(init, bert_config.model_type)
