@@ -95,6 +95,7 @@ class NpzWriter:
     def __init__(self, path, layers, pooling, combine):
         self.zip = zipfile.ZipFile(path, "w", allowZip64=True)
         self.meta = {"layers": np.array(layers, np.int32), "pooling": np.array(pooling), "combine": np.array(combine)}
+        self.pooling = pooling
 
     def _add(self, name, array):
         with self.zip.open(f"{name}.npy", "w", force_zip64=True) as f:
@@ -102,7 +103,8 @@ class NpzWriter:
 
     def write(self, index, example):
         self._add(f"values_{index}", example.values.astype(np.float32))
-        self._add(f"tokens_{index}", np.array(example.tokens, dtype=str))
+        tokens = [MEAN_TOKEN] if self.pooling == "mean" else example.tokens  # as the JSON lines name the mean
+        self._add(f"tokens_{index}", np.array(tokens, dtype=str))
 
     def close(self, truncated):
         self._add("truncated", np.array(truncated, bool))

@@ -145,6 +145,7 @@ def test_npz_mean_pooled_concatenation(extractor, runs):
         expected = np.concatenate([layers[p][real].mean(0) for p in (6, 5, 4, 3)])  # (4 * 384,)
         assert saved[f"values_{i}"].dtype == np.float32 and saved[f"values_{i}"].shape == (4 * 384,)
         np.testing.assert_allclose(saved[f"values_{i}"], expected, atol=1e-5, rtol=0)
+        assert saved[f"tokens_{i}"].tolist() == ["[MEAN]"]  # as the JSON lines name the mean (it was empty)
 
 
 @pytest.mark.parametrize("pooling,combine", [("cls", "sum"), ("first_subtoken", "mean"), ("none", "none")])
