@@ -134,7 +134,7 @@ def _without_missing_pooler(specs, reader, hf_prefix, config, optional_pooler):
     return specs[:-2]
 
 
-def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_class=None) -> bool:
+def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_class=None, what="task head") -> bool:
     """Loads an encoder's weights, and a task head's when the checkpoint has one that fits, from `path`.
 
     The encoder must load completely. The head loads only if every one of its variables is in the checkpoint (e.g.
@@ -151,6 +151,7 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_cla
             for tasks that do not use it (HF saves `BertForTokenClassification` / `BertForQuestionAnswering`
             without one).
         head_class: the transformers class of the task model ("BertForTokenClassification"; None: any).
+        what: the head, in the log ("masked-LM head").
     Returns: whether the head was loaded.
     """
     reader = open_checkpoint(path)
@@ -160,25 +161,26 @@ def load_task_weights(encoder, head_specs, path, optional_pooler=False, head_cla
                                     optional_pooler or config.family.pooler_optional)
     unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
     _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
-    return load_head(head_specs, reader, head_class)
+    return load_head(head_specs, reader, head_class, what)
 
 
-def load_head(head_specs, checkpoint, head_class=None) -> bool:
+def load_head(head_specs, checkpoint, head_class=None, what="task head") -> bool:
     """Loads a task head from a checkpoint when it has one that fits (see `load_task_weights`), else logs why not.
 
     Args:
         head_specs: `WeightSpec`s of the task head (see `checkpoints.heads.head_specs`).
         checkpoint: a checkpoint path or an open `CheckpointReader`.
         head_class: the transformers class of the task model (None: any).
+        what: the head, in the log ("masked-LM head").
     Returns: whether the head was loaded.
     """
     reader = checkpoint if isinstance(checkpoint, CheckpointReader) else open_checkpoint(checkpoint)
     if not head_specs or not all(spec.name(reader.format) in reader for spec in head_specs):
-        logger.info("%s: no task head in the checkpoint; the head starts from a fresh initialisation", reader.path)
+        logger.info("%s: no %s in the checkpoint; it starts from a fresh initialisation", reader.path, what)
         return False
     unfit = _unfit_head(reader, head_specs, head_class)
     if unfit:
-        logger.warning("%s: %s; the head starts from a fresh initialisation", reader.path, unfit)
+        logger.warning("%s: %s; the %s starts from a fresh initialisation", reader.path, unfit, what)
         return False
     restore(head_specs, reader)
     return True

@@ -17,7 +17,8 @@ def load_pretrainer_weights(pretrainer, path):
     The encoder must load completely. Each head (masked LM, next sentence) loads only if all its variables are in
     the checkpoint; otherwise it keeps its fresh initialisation and a note is logged (all-MiniLM-L6-v2, a
     `BertModel`, has neither; a `BertForMaskedLM` has no NSP head, and no pooler, which then starts fresh too).
-    A head present with a wrong shape is an error.
+    A masked-LM head of other shapes (another vocab) starts fresh too, logged; a next-sentence head of another
+    shape is an error.
 
     Args:
         pretrainer: a `BertPretrainer`.
@@ -34,7 +35,7 @@ def load_pretrainer_weights(pretrainer, path):
     has_nsp = bool(nsp_specs) and all(spec.name(reader.format) in reader for spec in nsp_specs)
     # Without the NSP head the pooler (its only user) may be missing too, as in HF's BertForMaskedLM.
     loaded = {"masked_lm": load_task_weights(pretrainer.encoder, masked_lm_specs(pretrainer, bias_name), path,
-                                             optional_pooler=not has_nsp),
+                                             optional_pooler=not has_nsp, what="masked-LM head"),
               "next_sentence": has_nsp}
     if has_nsp:
         restore(nsp_specs, reader)

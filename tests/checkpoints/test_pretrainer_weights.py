@@ -130,7 +130,7 @@ def test_checkpoint_without_heads_starts_them_fresh(minilm_dir, caplog):
     with caplog.at_level(logging.INFO):
         loaded = load_pretrainer_weights(pretrainer, minilm_dir)
     assert loaded == {"masked_lm": False, "next_sentence": False}
-    assert "no task head in the checkpoint" in caplog.text and "no next-sentence head" in caplog.text
+    assert "no masked-LM head in the checkpoint" in caplog.text and "no next-sentence head" in caplog.text
     encoder, _ = load_encoder(minilm_dir)
     np.testing.assert_array_equal(pretrainer.encoder.embeddings.word_embeddings.numpy(),
                                   encoder.embeddings.word_embeddings.numpy())

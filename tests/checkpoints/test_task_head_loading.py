@@ -26,7 +26,7 @@ def test_another_number_of_labels_loads_the_encoder_and_a_fresh_head(tiny_config
         assert not load_task_weights(model.encoder, head_specs(model), str(tmp_path / "mnli"),
                                      head_class="BertForSequenceClassification")
     assert "its head's 'classifier.weight' has shape (3, 32), this task's (2, 32) (another number of labels); the " \
-           "head starts from a fresh initialisation" in caplog.text
+           "task head starts from a fresh initialisation" in caplog.text
     np.testing.assert_array_equal(model.head.kernel.numpy(), fresh_head)
     np.testing.assert_array_equal(model.encoder.pooler.kernel.numpy(), source.encoder.pooler.kernel.numpy())
 
