@@ -107,7 +107,8 @@ def read_lines(path) -> Iterator[Tuple[int, str]]:
         for raw in f:  # (ends at "\n" only)
             if _CR in raw and not (raw.count(_CR) == 1 and raw.endswith(b"\r\n")):  # a lone "\r" (old Mac files)
                 lines = [line for line in _AFTER_LONE_CR.split(raw) if line]  # (only the last piece may be empty)
-            else:  # the common cases, no "\r" or a "\r\n" end, without the split (which costs a corpus about 15%)
+            else:  # the common cases, no "\r" or a "\r\n" end, not split (splitting every line read a 1M-line
+                # corpus 40-100% slower than before lone "\r"s counted; this check, about 15%)
                 lineno += 1
                 if lineno == 1 and raw.startswith(_UTF8_BOM):
                     raw = raw[len(_UTF8_BOM):]
