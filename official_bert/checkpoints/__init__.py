@@ -10,6 +10,6 @@ from official_bert.checkpoints.task_models import hf_label_fields, save_task_mod
 from official_bert.checkpoints.weight_map import WeightSpec, dense_specs, encoder_specs, layer_norm_specs
 
 __all__ = ["CheckpointReader", "WeightSpec", "dense_specs", "encoder_specs", "encoder_tensors", "head_specs",
-           "hf_label_fields", "layer_norm_specs", "load_config", "load_encoder", "load_pretrainer_weights", "load_task_weights",
-           "open_checkpoint", "restore", "save_encoder", "save_pretrainer", "save_task_model",
+           "hf_label_fields", "layer_norm_specs", "load_config", "load_encoder", "load_pretrainer_weights",
+           "load_task_weights", "open_checkpoint", "restore", "save_encoder", "save_pretrainer", "save_task_model",
            "write_google_checkpoint"]

@@ -25,7 +25,8 @@ from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.tokenizer import BertTokenizer
 from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer, write_tokenizer_files_of
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
-from official_bert.tokenizer_kinds import BPE, BPE_FILES, SENTENCEPIECE, SENTENCEPIECE_FILE, WORDPIECE_FILE, tokenizer_kind
+from official_bert.tokenizer_kinds import (BPE, BPE_FILES, SENTENCEPIECE, SENTENCEPIECE_FILE, WORDPIECE_FILE,
+                                           tokenizer_kind)
 
 logger = logging.getLogger(__name__)
 

@@ -134,7 +134,8 @@ def bpe_from_tokenizer_json(path) -> Tuple[dict, list]:
     if pre.get("type") != "ByteLevel":
         other.append(f"pre_tokenizer {pre.get('type')!r}")
     else:
-        other += [f"pre_tokenizer.{k}={pre.get(k)!r}" for k, allowed in _BYTE_LEVEL.items() if pre.get(k) not in allowed]
+        other += [f"pre_tokenizer.{k}={pre.get(k)!r}" for k, allowed in _BYTE_LEVEL.items()
+                  if pre.get(k) not in allowed]
     if spec.get("normalizer") is not None:
         other.append(f"normalizer {(spec['normalizer'] or {}).get('type')!r}")
     if other:

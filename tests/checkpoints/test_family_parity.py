@@ -161,7 +161,8 @@ def test_multiple_choice_head_equals_transformers_and_saves_back(family, tmp_pat
     model = BertMultipleChoice(BertEncoder(load_config(open_checkpoint(str(directory)))))
     assert load_task_weights(model.encoder, head_specs(model), str(directory))
     choices = {k: np.stack([v, v[::-1]], axis=0) for k, v in inputs.items()}  # (2 questions, 2 choices, seq)
-    torch_choices = {k: v.reshape(2, 2, SEQ) for k, v in _torch({k: v.reshape(4, SEQ) for k, v in choices.items()}).items()}
+    flat = _torch({k: v.reshape(4, SEQ) for k, v in choices.items()})
+    torch_choices = {k: v.reshape(2, 2, SEQ) for k, v in flat.items()}
     for transformers_model in (reference, _saved_back(model, tmp_path, "AutoModelForMultipleChoice", type(reference))):
         with torch.no_grad():
             _close(model(choices), transformers_model(**torch_choices).logits)
