@@ -80,6 +80,16 @@ def hf_head(model) -> HfHead:
     return resolve(kind.hf_head)(model)
 
 
+def hf_class_name(model) -> str:
+    """transformers' class name of a task model, its family's prefix before its kind's `HfHead` suffix
+    ("RobertaForTokenClassification").
+
+    Raises:
+        TypeError: see `hf_head`.
+    """
+    return model.encoder.config.family.hf_architecture(hf_head(model).class_suffix)
+
+
 def sequence_classifier_hf_head(model) -> HfHead:
     """`*ForSequenceClassification`, with the pooler unless the family's classifier has its own dense layer."""
     return HfHead("ForSequenceClassification", model.encoder.config.family.classifier_pre_head is None)

@@ -6,7 +6,7 @@ Examples:
 >>> # PyTorch: transformers.AutoModelForSequenceClassification.from_pretrained("out/hf/mrpc")
 """
 
-from official_bert.checkpoints.heads import head_specs, hf_head
+from official_bert.checkpoints.heads import head_specs, hf_class_name, hf_head
 from official_bert.checkpoints.loading import write_hf_directory
 from official_bert.checkpoints.weight_map import encoder_specs
 
@@ -28,14 +28,13 @@ def save_task_model(model, path, vocab_file=None, config_extras=None, overwrite=
     Raises:
         TypeError: a model transformers has no class for (the time-series classifier).
     """
-    head = hf_head(model)
-    family = model.encoder.config.family
-    tensors = {f"{family.hf_base_prefix}{spec.hf_name}": spec.to_stored_value("hf")
-               for spec in encoder_specs(model.encoder) if head.pooler or not spec.hf_name.startswith("pooler.")}
+    with_pooler = hf_head(model).pooler
+    tensors = {f"{model.encoder.config.family.hf_base_prefix}{spec.hf_name}": spec.to_stored_value("hf")
+               for spec in encoder_specs(model.encoder) if with_pooler or not spec.hf_name.startswith("pooler.")}
     tensors.update({spec.hf_name: spec.to_stored_value("hf") for spec in head_specs(model)})
     labels = hf_label_fields(model.task_fields()) if getattr(model, "label_count_argument", None) else {}
-    config = {**model.encoder.config.to_hf_dict(), "architectures": [family.hf_architecture(head.class_suffix)],
-              **labels, **(config_extras or {})}
+    config = {**model.encoder.config.to_hf_dict(), "architectures": [hf_class_name(model)], **labels,
+              **(config_extras or {})}
     return write_hf_directory(path, tensors, config, vocab_file, overwrite)
 
 

@@ -107,11 +107,10 @@ def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=
 def _load_checkpoint_head(model, path):
     """Loads a transformers task checkpoint's head into `model` when it is of the model's class and shapes (see
     `checkpoints.loading.load_head`), its outputs in the model's label order."""
-    from official_bert.checkpoints.heads import head_specs, hf_head
+    from official_bert.checkpoints.heads import head_specs, hf_class_name
     from official_bert.checkpoints.loading import follow_label_names, load_head
 
-    head_class = model.encoder.config.family.hf_architecture(hf_head(model).class_suffix)
-    if load_head(head_specs(model), path, head_class):
+    if load_head(head_specs(model), path, hf_class_name(model)):
         follow_label_names(model, checkpoint_label_names(path), model.label_names, path)
 
 

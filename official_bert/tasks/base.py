@@ -147,12 +147,11 @@ class Task:
         """Loads the encoder (and the head when `checkpoint` has it) from a checkpoint directory; returns what
         was loaded, for the log ("head loaded" / "head freshly initialised")."""
         from official_bert.checkpoints import load_task_weights
-        from official_bert.checkpoints.heads import head_specs, hf_head
+        from official_bert.checkpoints.heads import head_specs, hf_class_name
         from official_bert.checkpoints.loading import checkpoint_label_names, follow_label_names
 
-        head_class = model.encoder.config.family.hf_architecture(hf_head(model).class_suffix)
         loaded = load_task_weights(model.encoder, head_specs(model), checkpoint, optional_pooler=not self.uses_pooler,
-                                   head_class=head_class)
+                                   head_class=hf_class_name(model))
         if loaded:
             follow_label_names(model, checkpoint_label_names(checkpoint), self.task_info().get("label_names"),
                                checkpoint)
