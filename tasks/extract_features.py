@@ -128,36 +128,6 @@ def output_writer(path):
                      f"(JSON lines, as Google's extract_features.py)")
 
 
-def encoder_and_vocab_file(path, vocab_file, lower_case):
-    """The encoder of a checkpoint and the tokenizer of `--vocab_file` (as the run_* entry points read it).
-
-    Args:
-        path: a Hugging Face or Google BERT directory, or a model_dir of ours.
-        vocab_file: a tokenizer file of the checkpoint's family (`preprocessing.read_vocab_file`).
-        lower_case: --do_lower_case (None: lower-casing with a warning; not for a byte-level BPE).
-    Raises:
-        ValueError: a file of another family's tokenizer kind, more tokens than the model's vocab_size, or a
-            casing for a byte-level BPE.
-    """
-    from official_bert.checkpoints import load_encoder
-    from official_bert.model_dir import resolve_init_checkpoint
-    from official_bert.text.preprocessing import check_vocab_size, read_vocab_file, resolve_casing, tokenizer_of
-    from official_bert.tokenizer_kinds import BPE
-
-    if not os.path.isfile(vocab_file):
-        raise FileNotFoundError(f"--vocab_file={vocab_file}: no such file")
-    encoder, config = load_encoder(resolve_init_checkpoint(str(path)))
-    vocab = read_vocab_file(vocab_file, config.model_type)
-    check_vocab_size(vocab, config.vocab_size, vocab_file)
-    if config.tokenizer_kind == BPE:
-        if lower_case is not None:
-            raise ValueError(f"--do_lower_case: a {config.model_type} checkpoint's byte-level BPE keeps case; "
-                             "leave it unset")
-        return encoder, tokenizer_of(vocab, False)
-    return encoder, tokenizer_of(vocab, resolve_casing(lower_case, vocab_file,
-                                                       " (pass --do_lower_case=false for a cased model)"))
-
-
 def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.data.text_lines import read_text_lines
@@ -172,10 +142,7 @@ def main(argv):
     first = next(examples, None)  # bad or empty input fails before the model loads or the output is opened
     prepare_output_file("output_file", FLAGS.output_file, FLAGS.overwrite, inputs=[("input_file", FLAGS.input_file)])
     writer_class = output_writer(FLAGS.output_file)
-    if FLAGS.vocab_file:
-        encoder, tokenizer = encoder_and_vocab_file(FLAGS.init_checkpoint, FLAGS.vocab_file, FLAGS.do_lower_case)
-    else:
-        encoder, tokenizer = load_encoder_and_tokenizer(FLAGS.init_checkpoint, FLAGS.do_lower_case)
+    encoder, tokenizer = load_encoder_and_tokenizer(FLAGS.init_checkpoint, FLAGS.do_lower_case, FLAGS.vocab_file)
     try:
         resolve_layers(layers, encoder.config.num_hidden_layers)
     except ValueError as error:
