@@ -23,7 +23,7 @@ from official_bert.text.family_vocab import (BpeVocab, SentencepieceVocab, check
                                              read_vocab_file, tokenizer_directory)
 from official_bert.text.pack_inputs import BertPackInputs
 from official_bert.text.tokenizer import BertTokenizer
-from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer, write_tokenizer_files_of
+from official_bert.text.tokenizer_config import deserialize_tokenizer, serialize_tokenizer, write_bpe_files
 from official_bert.text.vocab_files import find_vocab, write_vocab_file
 from official_bert.tokenizer_kinds import (BPE, BPE_FILES, SENTENCEPIECE, SENTENCEPIECE_FILE, WORDPIECE_FILE,
                                            tokenizer_kind)
@@ -158,7 +158,7 @@ def write_tokenizer_files(tokens, directory) -> str:
             shutil.copyfile(tokens.model_file, target)
         return target
     if isinstance(tokens, BpeVocab) and tokens.vocab is not None:  # read from a tokenizer.json
-        return write_tokenizer_files_of(tokenizer_of(tokens, False), directory)
+        return write_bpe_files(tokens.vocab, tokens.merges, directory)
     if isinstance(tokens, BpeVocab):
         for source, name in zip((tokens.vocab_file, tokens.merges_file), BPE_FILES):
             target = os.path.join(directory, name)

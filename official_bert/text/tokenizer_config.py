@@ -58,11 +58,22 @@ def write_tokenizer_files_of(tokenizer, directory) -> str:
             f.write(base64.b64decode(config["model"]))
         return path
     if "merges" in config:  # byte-level BPE
-        with open(os.path.join(directory, BPE_FILES[0]), "w", encoding="utf-8") as f:
-            json.dump(config["vocab"], f, ensure_ascii=False)
-        with open(os.path.join(directory, BPE_FILES[1]), "w", encoding="utf-8") as f:
-            f.write("#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in config["merges"]))
-        return os.path.join(directory, BPE_FILES[0])
+        return write_bpe_files(config["vocab"], config["merges"], directory)
     path = os.path.join(directory, WORDPIECE_FILE)
     write_vocab_file(config["vocab"], path)
     return path
+
+
+def write_bpe_files(vocab, merges, directory) -> str:
+    """Writes a byte-level BPE as RoBERTa's `vocab.json` + `merges.txt` into `directory`; returns the `vocab.json`.
+
+    Args:
+        vocab: {token: id}.
+        merges: `(left, right)` pairs, highest priority first.
+        directory: where to write them.
+    """
+    with open(os.path.join(directory, BPE_FILES[0]), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(directory, BPE_FILES[1]), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in merges))
+    return os.path.join(directory, BPE_FILES[0])

@@ -64,6 +64,22 @@ def test_a_roberta_tokenizer_json_alone_gives_transformers_ids(roberta_json_dir,
     assert len(read_vocab_file(directory / "tokenizer.json", "roberta")) == len(reference)
 
 
+def test_a_tokenizer_json_bpe_is_written_as_vocab_json_and_merges_txt_with_the_same_ids(roberta_json_dir,
+                                                                                         shared_data, tmp_path):
+    """What a model_dir trained from such a checkpoint keeps (`write_tokenizer_files`): RoBERTa's two files, read
+    back into transformers' ids."""
+    import tensorflow as tf
+
+    from official_bert.text.preprocessing import tokenizer_from_files, write_tokenizer_files
+
+    directory, reference = roberta_json_dir
+    vocab, _, _ = find_family_vocab(directory, "roberta")
+    assert write_tokenizer_files(vocab, str(tmp_path)) == str(tmp_path / "vocab.json")
+    texts = [a for a, _ in _mrpc_pairs(shared_data, 100)]
+    ids = tokenizer_from_files(str(tmp_path / "vocab.json"), False)(tf.constant(texts)).to_list()
+    assert ids == reference(texts, add_special_tokens=False)["input_ids"]
+
+
 def test_added_tokens_are_refused_naming_tokenizer_json(roberta_json_dir, minilm_dir, tmp_path):
     """`tok.add_tokens([...]); model.resize_token_embeddings(...)`: transformers keeps them whole, we cannot."""
     (tmp_path / "bert").mkdir()
