@@ -23,6 +23,7 @@ from absl import flags
 from official_bert import owned_files
 
 FLAGS = flags.FLAGS
+REQUIRED_FLAGS = ("model_dir", "output_dir")
 CONFIG_FILES = ("config.json", "model.safetensors", "tokenizer_config.json")
 
 
@@ -71,7 +72,7 @@ def export_hugging_face(model_dir, output_dir, overwrite=False):
 def main(argv):
     from official_bert.cli import check_command_line
 
-    check_command_line(argv, required=("model_dir", "output_dir"))
+    check_command_line(argv, required=REQUIRED_FLAGS)
     path = export_hugging_face(FLAGS.model_dir, FLAGS.output_dir, FLAGS.overwrite)
     print(f"wrote {FLAGS.model_dir} as a Hugging Face directory to {path}")
 
@@ -83,4 +84,4 @@ if __name__ == "__main__":
                         "run_multiple_choice / run_pretraining.")
     flags.DEFINE_string("output_dir", None, "The Hugging Face directory to write (empty, or an earlier export).")
     flags.DEFINE_bool("overwrite", False, "Replace an export this command wrote in --output_dir before.")
-    run_main(main)
+    run_main(main, required=REQUIRED_FLAGS)

@@ -293,7 +293,7 @@ def check_inputs(texts, input_file, features_file, columns):
 
 
 def main(argv):
-    if not flags.FLAGS.export_dir:
+    if not flags.FLAGS.export_dir:  # (run_main checks it first; this is for a direct call)
         raise app.UsageError("--export_dir is required")
     check_inputs(argv[1:], flags.FLAGS.input_file, flags.FLAGS.features_file, flags.FLAGS.columns)
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
@@ -327,4 +327,4 @@ if __name__ == "__main__":
     flags.DEFINE_integer("batch_size", 32, "With --input_file: examples a call.", lower_bound=1)
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")
-    run_main(main)
+    run_main(main, required=("export_dir",))

@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "full_int8")
 # Calibration examples full_int8 reads from the start of --representative_file.
 MAX_REPRESENTATIVE_EXAMPLES = 200
+REQUIRED_FLAGS = ("saved_model_dir", "output")
 # The TFLite ops full_int8 runs with int8 kernels; every other op of the graph runs in float32.
 FULL_INT8_OPS = ("FULLY_CONNECTED", "GATHER")
 # The ops of RoBERTa's in-graph byte-level BPE (`official_bert.text.BytePairTokenizer`) that the TFLite converter
@@ -312,7 +313,7 @@ def main(argv):
     from official_bert.cli import check_command_line
     from official_bert.output_files import prepare_output_file, writing
 
-    check_command_line(argv, required=("saved_model_dir", "output"))
+    check_command_line(argv, required=REQUIRED_FLAGS)
     examples = None
     if flags.FLAGS.representative_file:
         examples = read_representative_file(flags.FLAGS.representative_file)
@@ -337,4 +338,4 @@ if __name__ == "__main__":
                         "line (a pair: two tab-separated fields, or 'text_a ||| text_b'); the first "
                         f"{MAX_REPRESENTATIVE_EXAMPLES} are used.")
     flags.DEFINE_enum("signature", "serving_default", ["serving_default", "serve_tokens"], "Signature to convert.")
-    run_main(main)
+    run_main(main, required=REQUIRED_FLAGS)

@@ -108,9 +108,15 @@ def check_command_line(argv, required=()):
             raise app.UsageError(f"--{name} is required")
 
 
-def run_main(main):
+def run_main(main, required=()):
     """Runs an entry point's `main(argv)` with absl; a usage error or one of `USER_ERRORS` is one line, exit 2, and
-    Ctrl-C one line, exit 130 (with `--verbosity`, their traceback instead)."""
+    Ctrl-C one line, exit 130 (with `--verbosity`, their traceback instead).
+
+    Args:
+        main: the entry point's `main(argv)`.
+        required: names of flags the command cannot run without: a missing one is the usage error before
+            TensorFlow loads (a second, not the eight a TensorFlow start costs on 2 cores).
+    """
     from absl import app
 
     verbose = _verbose(sys.argv)
@@ -120,6 +126,7 @@ def run_main(main):
             for handler in logging.getLogger().handlers:
                 handler.addFilter(_no_framework_info)
         try:
+            check_command_line(None, required)
             import official_bert
 
             official_bert.register_keras_objects()  # after the flags: a typo or --help need no TensorFlow

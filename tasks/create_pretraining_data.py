@@ -27,6 +27,7 @@ import logging
 from absl import app, flags
 
 FLAGS = flags.FLAGS
+REQUIRED_FLAGS = ("input_file", "output_file", "vocab_file")
 flags.DEFINE_string("input_file", None, "Input text files: comma-separated globs.")
 flags.DEFINE_string("output_file", None, "Output TFRecord name: comma-separated files, a name with one '*' "
                     "(replaced by NNNNN-of-MMMMM), or a prefix (shards <prefix>-NNNNN-of-MMMMM).")
@@ -57,7 +58,7 @@ def main(argv):
     from official_bert.data.sentence_corpus import expand_file_patterns
     from official_bert.output_files import prepare_output_file
 
-    check_command_line(argv, required=("input_file", "output_file", "vocab_file"))
+    check_command_line(argv, required=REQUIRED_FLAGS)
     if FLAGS.dupe_factor < 1:
         raise app.UsageError(f"--dupe_factor={FLAGS.dupe_factor}: expected at least 1")
     check_recipe(FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, FLAGS.masked_lm_prob, FLAGS.short_seq_prob)
@@ -89,5 +90,4 @@ def main(argv):
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    run_main(main)
+    run_main(main, required=REQUIRED_FLAGS)

@@ -24,6 +24,7 @@ from absl import app, flags
 from tasks import common
 
 FLAGS = flags.FLAGS
+REQUIRED_FLAGS = ("teacher", "model_dir")  # (tasks.prune's too)
 flags.DEFINE_string("teacher", None, "The fine-tuned model_dir to distil (classification, tagging or SQuAD).")
 flags.DEFINE_string("student_layers", None, "Teacher layers the student keeps, e.g. 0,2,4 (DistilBERT: every "
                     "other one).")
@@ -65,7 +66,7 @@ def check_command_line(argv):
     """The usage errors of this entry point and `tasks.prune`: stray arguments, no --teacher or --model_dir."""
     from official_bert.cli import check_command_line as check_common
 
-    check_common(argv, required=("teacher", "model_dir"))
+    check_common(argv, required=REQUIRED_FLAGS)
 
 
 def student_run_config(teacher_seq_length):
@@ -91,4 +92,4 @@ def main(argv):
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    run_main(main)
+    run_main(main, required=REQUIRED_FLAGS)

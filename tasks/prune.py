@@ -117,4 +117,4 @@ def _check_something_is_pruned(cuts_layers, depth):
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    run_main(main)
+    run_main(main, required=distill.REQUIRED_FLAGS)

@@ -127,5 +127,6 @@ def test_the_command_writes_the_export_and_names_a_missing_flag(model_dir_of, tm
                             timeout=300)
     assert result.returncode == 0 and "as a Hugging Face directory to" in result.stdout, result.stderr[-2000:]
     assert transformers.AutoConfig.from_pretrained(tmp_path / "hf").architectures == ["BertForTokenClassification"]
+    # a missing flag: one line, before TensorFlow loads (tests/tasks/test_cli_help.py)
     result = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and result.stderr.strip().endswith("error: --output_dir is required"), result.stderr

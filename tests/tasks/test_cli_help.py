@@ -71,6 +71,20 @@ def test_a_flag_that_does_not_exist_is_an_error_before_tensorflow_loads(module):
     assert not imported & {"tensorflow", "keras"}, sorted(imported)
 
 
+# The entry points with flags they cannot run without, and the first of them (reported first).
+FIRST_REQUIRED_FLAG = {"export.hugging_face": "model_dir", "export.tflite": "saved_model_dir",
+                       "export.predict": "export_dir", "tasks.create_pretraining_data": "input_file",
+                       "tasks.distill": "teacher", "tasks.prune": "teacher"}
+
+
+@pytest.mark.parametrize("module", sorted(FIRST_REQUIRED_FLAG))
+def test_a_missing_required_flag_is_one_line_before_tensorflow_loads(module):
+    result, imported = _python_m(module)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1] == f"error: --{FIRST_REQUIRED_FLAG[module]} is required"
+    assert not imported & {"tensorflow", "keras"}, sorted(imported)
+
+
 @pytest.mark.parametrize("module", ENTRY_POINTS)
 def test_help_lists_the_entry_points_own_and_run_flags(module, helps):
     result, _ = helps[module]
