@@ -1,6 +1,7 @@
 """FileClassificationTask: classification of the user's own labelled texts (CSV, TSV or JSON lines), with any labels,
 several labels an example, or scores, for the runner."""
 
+import dataclasses
 import logging
 import os
 
@@ -54,6 +55,8 @@ class FileClassificationTask(Task):
         self.tune_threshold = tune_threshold
         self.name = os.path.splitext(os.path.basename(train_file))[0] if train_file else None
         self.scheme, self.pair, self.threshold = None, None, DEFAULT_THRESHOLD
+        # With --do_train=false: the finished run's column flags (task.json's "columns"; [] before they were kept).
+        self.recorded_columns = None
         self.examples, self.labels = {}, {}  # split -> LabeledTexts, encoded labels
 
     def validate(self, config):
@@ -84,6 +87,15 @@ class FileClassificationTask(Task):
                              f"{'pass' if self.scheme.multi_label else 'drop'} --multi_label")
         self.name, self.pair = info["task"], len(info["text_features"]) == 2
         self.threshold = info.get("threshold", DEFAULT_THRESHOLD)
+        self.recorded_columns = info.get("columns", [])
+        if self.recorded_columns:  # the training run's column flags, where this run gives none of its own
+            given = dataclasses.astuple(self.columns)
+            self.columns = Columns(*(mine if mine is not None else recorded
+                                     for mine, recorded in zip(given, self.recorded_columns)))
+            if self.columns != Columns(*given):
+                named = zip(("--text_column", "--text_pair_column", "--label_column"), dataclasses.astuple(self.columns))
+                logger.info("Reading the files with the training run's columns (%s): %s", path,
+                            " ".join(f"{flag}={name}" for flag, name in named if name is not None))
 
     def _read(self, split, labeled):
         self.examples[split] = read_labeled_texts(self.files[split], self.columns, labeled=labeled,
@@ -113,13 +125,16 @@ class FileClassificationTask(Task):
         return [self.files["train"]]
 
     def training_settings(self):
-        return {"columns": [self.columns.text, self.columns.text_pair, self.columns.label]}
+        return {"columns": list(dataclasses.astuple(self.columns))}
 
     def run_settings(self):
+        """task.json's text features and threshold (export's), and the training run's column flags (a later
+        `--do_train=false` run reads its files with them unless it gives its own)."""
         from official_bert.task_kinds import text_features
 
         threshold = {"threshold": self.threshold} if self.scheme.multi_label else {}
-        return {"text_features": text_features(self.pair), **threshold}  # export's: they change no training
+        columns = list(dataclasses.astuple(self.columns)) if self.recorded_columns is None else self.recorded_columns
+        return {"text_features": text_features(self.pair), **threshold, **({"columns": columns} if columns else {})}
 
     def describe_run(self, context):
         scheme = self.scheme

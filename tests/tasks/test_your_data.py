@@ -64,6 +64,10 @@ def runs(tiny_checkpoint, tmp_path_factory):
         "evaluate_reviews": (classifier, ["--do_train=false", "--model_dir=out/reviews", "--eval_file=reviews_dev.csv",
                                           "--text_column=review", "--label_column=verdict",
                                           "--output_dir=out/reviews_again", "--max_seq_length=16"]),
+        "evaluate_reviews_without_columns": (classifier, ["--do_train=false", "--model_dir=out/reviews",
+                                                          "--eval_file=reviews_dev.csv",
+                                                          "--output_dir=out/reviews_remembered",
+                                                          "--max_seq_length=16"]),
         "killed": (classifier, regression, (str(work / "out" / "scores"), 2)),
         "resumed": (classifier, regression),
         "new_label": (classifier, ["--do_train=false", "--model_dir=out/reviews", "--eval_file=new_label.csv",
@@ -118,6 +122,12 @@ def test_a_csv_with_its_own_columns_and_string_labels(runs):
 
     again = json.loads((work / "out" / "reviews_again" / "eval_results.json").read_text(encoding="utf-8"))
     assert again == evaluation  # --do_train=false: the same model on the same file, the labels from task.json
+    # task.json keeps the training run's column flags: without them, evaluation reads the file the same way
+    assert info["columns"] == ["review", None, "verdict"]
+    result = _ok(results["evaluate_reviews_without_columns"])
+    assert "training run's columns" in result.stderr and "--text_column=review --label_column=verdict" in result.stderr
+    remembered = work / "out" / "reviews_remembered" / "eval_results.json"
+    assert json.loads(remembered.read_text(encoding="utf-8")) == evaluation
 
 
 def test_a_multi_label_jsonl_file(runs):
