@@ -22,6 +22,7 @@ these two exports have no TFLite form: `export.tflite` names the missing ops.
 import tensorflow as tf
 
 from export.serving_module import ServingModule
+from export.traced_once import TracedOnce
 from official_bert.data.padding import trim_inputs
 from official_bert.text.preprocessing import Preprocessor
 from official_bert.text.tokenizer import BertTokenizer
@@ -161,6 +162,8 @@ class MaskedLMModule(ServingModule):
             raise ValueError(f"the model predicts {model.masked_lm.vocab_size} pieces, but the vocab has {len(vocab)}")
         super().__init__(preprocessor, ("text",), assets, name="masked_lm")
         self.model = model
+        # The encoder traced once for every signature's shapes (export.traced_once), not once each.
+        self._sequence_output = TracedOnce(lambda inputs: self.model.encoder(inputs, training=False)["sequence_output"])
         self.top_k = int(top_k)
         self.mask_id = preprocessor.mask_id
         self._vocab = tuple(vocab) + ("",)  # index -1 (padding) reads the last entry
@@ -216,7 +219,7 @@ class MaskedLMModule(ServingModule):
         """
         head = self.model.masked_lm
         pieces = len(self._vocab) - 1  # <= head.vocab_size
-        sequence = self.model.encoder(inputs, training=False)["sequence_output"]  # (batch, seq, hidden)
+        sequence = self._sequence_output(inputs)  # (batch, seq, hidden)
         hidden_size = sequence.shape[-1]
         rows = tf.range(tf.shape(positions)[0])[:, None] * tf.shape(sequence)[1]  # (batch, 1)
         hidden = tf.gather(tf.reshape(sequence, [-1, hidden_size]), tf.reshape(positions + rows, [-1]))

@@ -130,6 +130,26 @@ def test_lower_case_marker_is_a_mask_for_uncased_models(masked_lm):
     assert out["mask_positions"].numpy()[:, 0].tolist() == [3, 3, 3]
 
 
+def test_the_export_traces_the_encoder_once_for_every_signature(masked_lm):
+    """`serving_default` (at the request's longest text), `serve_tokens` and the TFLite function (at seq_length)
+    call one trace of the encoder (`export.traced_once`), not a trace each."""
+    from export.saved_model import build_module
+
+    module = build_module(str(masked_lm["model_dir"]), str(masked_lm["model_dir"]))
+    encoder, traced_shapes = module.model.encoder, []
+
+    def counted(inputs, **kwargs):
+        traced_shapes.append(inputs["input_word_ids"].shape.as_list())
+        return encoder(inputs, **kwargs)
+
+    module.model.encoder = counted
+    try:
+        module.saved_object()
+    finally:
+        module.model.encoder = encoder
+    assert traced_shapes == [[None, None]]
+
+
 def test_every_signature_uses_only_serving_safe_ops(masked_lm):
     ops = signature_ops(masked_lm["export"])
     assert set(ops) == {"serving_default", "serve_examples", "serve_tokens"}
