@@ -83,6 +83,7 @@ def load(version_dir):
         logger.removeFilter(notes)
 
 
+REQUIRED_FLAGS = ("export_dir",)
 # Left out by default: one value per position of the packed sequence (SQuAD's span logits).
 _PER_POSITION_OUTPUTS = ("start_logits", "end_logits")
 
@@ -293,8 +294,9 @@ def check_inputs(texts, input_file, features_file, columns):
 
 
 def main(argv):
-    if not flags.FLAGS.export_dir:  # (run_main checks it first; this is for a direct call)
-        raise app.UsageError("--export_dir is required")
+    from official_bert.cli import check_command_line
+
+    check_command_line(None, required=REQUIRED_FLAGS)  # (argv holds the texts: no check of stray words)
     check_inputs(argv[1:], flags.FLAGS.input_file, flags.FLAGS.features_file, flags.FLAGS.columns)
     # Command-line bytes that are not UTF-8 reach Python as surrogates: send the original bytes.
     texts = [arg.encode("utf-8", errors="surrogateescape") for arg in argv[1:]]
@@ -327,4 +329,4 @@ if __name__ == "__main__":
     flags.DEFINE_integer("batch_size", 32, "With --input_file: examples a call.", lower_bound=1)
     flags.DEFINE_string("outputs", None, "Comma-separated outputs to print; default: those of rank <= 2 (but "
                         "start_logits / end_logits) and top_k_*.")
-    run_main(main, required=("export_dir",))
+    run_main(main, required=REQUIRED_FLAGS)

@@ -115,7 +115,7 @@ def run_main(main, required=()):
     Args:
         main: the entry point's `main(argv)`.
         required: names of flags the command cannot run without: a missing one is the usage error before
-            TensorFlow loads (a second, not the eight a TensorFlow start costs on 2 cores).
+            TensorFlow loads (a fraction of a second, not the 8 s a TensorFlow start costs on 2 cores).
     """
     from absl import app
 

@@ -89,10 +89,10 @@ class FileClassificationTask(Task):
         self.threshold = info.get("threshold", DEFAULT_THRESHOLD)
         self.recorded_columns = info.get("columns", [])
         if self.recorded_columns:  # the training run's column flags, where this run gives none of its own
-            given = dataclasses.astuple(self.columns)
+            given = self.columns
             self.columns = Columns(*(mine if mine is not None else recorded
-                                     for mine, recorded in zip(given, self.recorded_columns)))
-            if self.columns != Columns(*given):
+                                     for mine, recorded in zip(dataclasses.astuple(given), self.recorded_columns)))
+            if self.columns != given:
                 flags = ("--text_column", "--text_pair_column", "--label_column")
                 named = zip(flags, dataclasses.astuple(self.columns))
                 logger.info("Reading the files with the training run's columns (%s): %s", path,
