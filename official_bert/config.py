@@ -25,6 +25,8 @@ _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": Fa
 
 # Fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0.
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
+# Fields a family fills when they are left None (`BertConfig._resolve_family_defaults`), then checked as integers.
+_FAMILY_RESOLVED_INTS = ("pad_token_id",)
 
 
 def read_config_json(path):
@@ -61,7 +63,9 @@ class BertConfig:
         layer_norm_eps: LayerNorm epsilon (1e-12 in BERT and DistilBERT, 1e-5 in RoBERTa).
         model_type: the family (Hugging Face's `model_type`), one of `families.model_types()`; its spec is
             `family`.
-        pad_token_id: the padding id (1 in RoBERTa, whose position ids start after it; 0 in BERT).
+        pad_token_id: the padding id (1 in RoBERTa, whose position ids start after it; 0 in BERT); None (the
+            default): the family's, as its transformers config class has it (RoBERTa's and XLM-RoBERTa's 1, else 0),
+            so that `BertConfig(model_type="roberta", ...)` counts positions as `RobertaConfig(...)` does.
         embedding_size: ALBERT's embedding width E, projected to `hidden_size` before the first block; None: the
             hidden size. Other families have embeddings of width `hidden_size` and leave it None.
         num_hidden_groups: ALBERT: how many distinct sets of transformer weights; layer i uses group
@@ -93,7 +97,7 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     model_type: str = "bert"
-    pad_token_id: int = 0
+    pad_token_id: Optional[int] = None  # None: the family's (`_resolve_family_defaults`)
     embedding_size: Optional[int] = None
     num_hidden_groups: int = 1
     inner_group_num: int = 1
@@ -101,12 +105,18 @@ class BertConfig:
     pruned_heads: dict = dataclasses.field(default_factory=dict)  # layer -> sorted removed heads
 
     def __post_init__(self):
-        self._resolve_embedding_size()
+        self._resolve_family_defaults()
         self.pruned_heads = normalise_pruned_heads(self.pruned_heads, "BertConfig")
         self.validate()
 
-    def _resolve_embedding_size(self):
-        if self.embedding_size is None and self.model_type in model_types() and self.family.shared_layers:
+    def _resolve_family_defaults(self):
+        """Fills the fields left None that take the family's value: `pad_token_id` (transformers' default of the
+        family) and ALBERT's `embedding_size` (the hidden size). An unknown `model_type` is left to `validate`."""
+        if self.model_type not in model_types():
+            return
+        if self.pad_token_id is None:
+            self.pad_token_id = self.family.hf_defaults.get("pad_token_id", 0)
+        if self.embedding_size is None and self.family.shared_layers:
             self.embedding_size = self.hidden_size
 
     @property
@@ -176,9 +186,12 @@ class BertConfig:
 
     def validate(self, source: str = "BertConfig"):
         """Raises ValueError naming the first bad field (and `source`, e.g. a file path)."""
+        if self.model_type not in model_types():
+            raise ValueError(f"{source}: field 'model_type' is {self.model_type!r}; supported: "
+                             f"{', '.join(model_types())}")
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.type in (int, "int"):
+            if field.type in (int, "int") or field.name in _FAMILY_RESOLVED_INTS:
                 if field.name in _NON_NEGATIVE_FIELDS:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                         raise ValueError(f"{source}: field '{field.name}' must be an integer >= 0, got {value!r}")
@@ -196,9 +209,6 @@ class BertConfig:
         for name in ("initializer_range", "layer_norm_eps"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{source}: field '{name}' must be > 0, got {getattr(self, name)!r}")
-        if self.model_type not in model_types():
-            raise ValueError(f"{source}: field 'model_type' is {self.model_type!r}; supported: "
-                             f"{', '.join(model_types())}")
         if (self.type_vocab_size == 0) == self.family.has_token_types:
             raise ValueError(f"{source}: field 'type_vocab_size' is {self.type_vocab_size}; a {self.model_type} "
                              f"encoder has {'at least one' if self.family.has_token_types else 'none (0)'}")
@@ -280,7 +290,7 @@ class BertConfig:
         for field in dataclasses.fields(cls):
             default = field.default_factory() if field.default is dataclasses.MISSING else field.default
             setattr(config, field.name, kwargs.get(field.name, default))
-        config._resolve_embedding_size()
+        config._resolve_family_defaults()
         config.pruned_heads = normalise_pruned_heads(config.pruned_heads, source)
         config.validate(source)
         return config

@@ -110,3 +110,26 @@ def test_a_config_json_without_a_key_takes_the_familys_transformers_default(mode
         compared.append(field.name)
     assert {"pad_token_id", "vocab_size", "num_hidden_layers", "hidden_size"} <= set(compared)
     assert ours.pad_token_id == (1 if "roberta" in model_type else 0)
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "xlm-roberta", "distilbert", "albert"])
+def test_a_config_built_in_python_takes_the_familys_padding_id_unless_given(model_type):
+    """`BertConfig(model_type="roberta", ...)` pads with transformers' `RobertaConfig(...)` id (1), so its position ids
+    start where transformers' do; an explicit pad id, 0 included, is kept."""
+    transformers = pytest.importorskip("transformers")
+    sizes = dict(vocab_size=100, hidden_size=16, num_attention_heads=2, num_hidden_layers=1, intermediate_size=32,
+                 type_vocab_size=0 if model_type == "distilbert" else 1)
+    theirs = transformers.AutoConfig.for_model(model_type)
+    ours = BertConfig(model_type=model_type, **sizes)
+    assert ours.pad_token_id == theirs.pad_token_id
+    assert ours.max_sequence_length == 512 - (theirs.pad_token_id + 1 if "roberta" in model_type else 0)
+    assert BertConfig(model_type=model_type, pad_token_id=0, **sizes).pad_token_id == 0
+    assert BertConfig(model_type=model_type, pad_token_id=3, **sizes).pad_token_id == 3
+    with pytest.raises(ValueError, match="field 'pad_token_id' must be an integer >= 0, got -1"):
+        BertConfig(model_type=model_type, pad_token_id=-1, **sizes)
+    assert BertConfig.from_dict(ours.to_hf_dict()) == ours
+
+
+def test_an_unknown_family_is_named_before_its_padding_id_is_checked():
+    with pytest.raises(ValueError, match="field 'model_type' is 'gpt2'; supported: bert, roberta"):
+        BertConfig(model_type="gpt2")
