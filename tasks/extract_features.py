@@ -44,8 +44,7 @@ flags.DEFINE_integer("batch_size", 32, "Examples per encoder call.")
 flags.DEFINE_string("vocab_file", None, "The checkpoint's tokenizer file, when its directory has none: WordPiece "
                     "vocab.txt, RoBERTa's vocab.json (merges.txt beside it) or tokenizer.json, ALBERT's spiece.model.")
 flags.DEFINE_boolean("do_lower_case", None, "Lower-case and strip accents; default: from the checkpoint.")
-for _name in ("input_file", "output_file", "init_checkpoint"):
-    flags.mark_flag_as_required(_name)
+REQUIRED_FLAGS = ("input_file", "output_file", "init_checkpoint")
 
 logger = logging.getLogger("official_bert.extract_features")
 MEAN_TOKEN = "[MEAN]"
@@ -136,7 +135,7 @@ def main(argv):
     from official_bert.pipelines.feature_extractor import FeatureExtractor, resolve_layers
     from official_bert.pipelines.loading import load_encoder_and_tokenizer
 
-    check_command_line(argv)
+    check_command_line(argv, required=REQUIRED_FLAGS)
     layers = parse_layers(FLAGS.layers)
     examples = read_text_lines(FLAGS.input_file)
     first = next(examples, None)  # bad or empty input fails before the model loads or the output is opened
@@ -180,4 +179,4 @@ def main(argv):
 if __name__ == "__main__":
     from official_bert.cli import run_main  # importing official_bert quiets TensorFlow's native start-up lines
 
-    run_main(main)
+    run_main(main, required=REQUIRED_FLAGS)

@@ -74,7 +74,7 @@ def test_a_flag_that_does_not_exist_is_an_error_before_tensorflow_loads(module):
 # The entry points with flags they cannot run without, and the first of them (reported first).
 FIRST_REQUIRED_FLAG = {"export.hugging_face": "model_dir", "export.tflite": "saved_model_dir",
                        "export.predict": "export_dir", "tasks.create_pretraining_data": "input_file",
-                       "tasks.distill": "teacher", "tasks.prune": "teacher"}
+                       "tasks.distill": "teacher", "tasks.prune": "teacher", "tasks.extract_features": "input_file"}
 
 
 @pytest.mark.parametrize("module", sorted(FIRST_REQUIRED_FLAG))
