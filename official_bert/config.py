@@ -71,8 +71,11 @@ class BertConfig:
         num_hidden_groups: ALBERT: how many distinct sets of transformer weights; layer i uses group
             `int(i / (num_hidden_layers / num_hidden_groups))`, as transformers' `AlbertTransformer`. 1 elsewhere.
         inner_group_num: ALBERT: transformer blocks per group, run one after the other in every layer. 1 elsewhere.
-        classifier_dropout_prob: ALBERT: dropout before the task heads and the sentence-order head (transformers'
-            `AlbertConfig.classifier_dropout_prob`); None: `hidden_dropout_prob`. None elsewhere.
+        classifier_dropout_prob: ALBERT and DistilBERT: dropout before the classification and multiple-choice heads
+            (transformers' `AlbertConfig.classifier_dropout_prob`, `DistilBertConfig.seq_classif_dropout`); ALBERT's
+            token classifier and sentence-order head drop at it too, DistilBERT's token classifier at
+            `hidden_dropout_prob`, as transformers' heads. None (the default): the family's transformers default
+            (0.1 in ALBERT, 0.2 in DistilBERT). None elsewhere (the heads drop at `hidden_dropout_prob`).
         pruned_heads: attention heads removed, as transformers' `PretrainedConfig.pruned_heads`: layer index -> sorted
             list of the removed heads' original indices (JSON's string keys are read as ints). Each layer keeps at
             least one head; a layer's kept heads keep their order and `head_size` stays
@@ -110,12 +113,15 @@ class BertConfig:
         self.validate()
 
     def _resolve_family_defaults(self):
-        """Fills the fields left None that take the family's value: `pad_token_id` (transformers' default of the
-        family) and ALBERT's `embedding_size` (the hidden size). An unknown `model_type` is left to `validate`."""
+        """Fills the fields left None that take the family's value: `pad_token_id` and the families'
+        `classifier_dropout_prob` (transformers' defaults of the family), and ALBERT's `embedding_size` (the hidden
+        size). An unknown `model_type` is left to `validate`."""
         if self.model_type not in model_types():
             return
         if self.pad_token_id is None:
             self.pad_token_id = self.family.hf_defaults.get("pad_token_id", 0)
+        if self.classifier_dropout_prob is None and "classifier_dropout_prob" in self.family.hf_extra_fields:
+            self.classifier_dropout_prob = self.family.hf_defaults["classifier_dropout_prob"]
         if self.embedding_size is None and self.family.shared_layers:
             self.embedding_size = self.hidden_size
 
@@ -147,8 +153,15 @@ class BertConfig:
 
     @property
     def head_dropout_prob(self) -> float:
-        """Dropout before a task head: ALBERT's `classifier_dropout_prob` when set, else `hidden_dropout_prob`."""
+        """Dropout before a classification or multiple-choice head: `classifier_dropout_prob` (ALBERT, DistilBERT)
+        when set, else `hidden_dropout_prob`."""
         return self.hidden_dropout_prob if self.classifier_dropout_prob is None else self.classifier_dropout_prob
+
+    @property
+    def token_head_dropout_prob(self) -> float:
+        """Dropout before a token classifier's head: `head_dropout_prob`, or `hidden_dropout_prob` where the family's
+        token classifier drops at it (DistilBERT's, at transformers' `dropout`)."""
+        return self.head_dropout_prob if self.family.token_head_drops_as_classifier else self.hidden_dropout_prob
 
     def layer_group(self, layer: int) -> int:
         """The weight group layer `layer` runs (ALBERT's sharing; `layer` itself elsewhere, one block a layer)."""
@@ -223,14 +236,16 @@ class BertConfig:
                 self.embedding_size, int) or self.embedding_size <= 0):
             raise ValueError(f"{source}: field 'embedding_size' must be a positive integer, got "
                              f"{self.embedding_size!r}")
-        if not self.family.shared_layers:
-            for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
-                                  ("classifier_dropout_prob", None)):
-                value = getattr(self, name)
-                if value != neutral and not (name == "embedding_size" and value == self.hidden_size):
-                    raise ValueError(f"{source}: field '{name}' is {value!r}; only an albert encoder has it (a "
-                                     f"{self.model_type} encoder needs {neutral!r})")
-        elif self.num_hidden_layers % self.num_hidden_groups:
+        for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
+                              ("classifier_dropout_prob", None)):
+            if name in self.family.hf_extra_fields:
+                continue
+            value = getattr(self, name)
+            if value != neutral and not (name == "embedding_size" and value == self.hidden_size):
+                owners = " and ".join(family.model_type for family in families() if name in family.hf_extra_fields)
+                raise ValueError(f"{source}: field '{name}' is {value!r}; a {self.model_type} encoder needs "
+                                 f"{neutral!r} (only {owners} encoders have it)")
+        if self.family.shared_layers and self.num_hidden_layers % self.num_hidden_groups:
             raise ValueError(f"{source}: field 'num_hidden_layers' ({self.num_hidden_layers}) must be divisible by "
                              f"'num_hidden_groups' ({self.num_hidden_groups})")
         if self.hidden_size % self.num_attention_heads:

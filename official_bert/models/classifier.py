@@ -25,7 +25,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         encoder: a `BertEncoder`.
         num_classes: number of labels; 1 for regression.
         dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
-            `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+            `hidden_dropout_prob`, or ALBERT's and DistilBERT's `classifier_dropout_prob`).
         multi_label: each example may have any number of the labels: one sigmoid output per label, binary
             cross-entropy (transformers' `problem_type="multi_label_classification"`).
         train_on_real_tokens: see `RealTokenTraining` (default True).

@@ -56,7 +56,7 @@ class BertMultipleChoice(TaskModel):
     Args:
         encoder: a `BertEncoder`.
         dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
-            `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+            `hidden_dropout_prob`, or ALBERT's and DistilBERT's `classifier_dropout_prob`).
 
     Examples:
     ```python

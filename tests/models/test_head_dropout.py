@@ -1,0 +1,69 @@
+"""Each family's classification, token-classification and multiple-choice heads drop at the rate transformers' heads
+of the same `config.json` drop at: DistilBERT's sequence and multiple-choice heads at `seq_classif_dropout` (0.2 by
+default), its token classifier at `dropout`; ALBERT's at `classifier_dropout_prob`; BERT's and RoBERTa's at
+`hidden_dropout_prob`."""
+
+import json
+
+import pytest
+
+from tests.tiny_families import FAMILIES
+
+HEADS = {"classifier": "ForSequenceClassification", "tagger": "ForTokenClassification",
+         "multiple_choice": "ForMultipleChoice"}
+
+
+def _their_head_dropout(model):
+    """The dropout rates of a transformers task model outside its encoder (its head's), as a set."""
+    encoder_parts = ("embeddings", "encoder.", "transformer.", "layer.")
+    return {module.p for name, module in model.named_modules()
+            if type(module).__name__ == "Dropout" and not any(part in name for part in encoder_parts)}
+
+
+def _our_head(kind, encoder):
+    from official_bert import BertClassifier, BertMultipleChoice
+    from official_bert.models.token_classifier import BertTokenClassifier
+
+    if kind == "classifier":
+        return BertClassifier(encoder, 2)
+    if kind == "tagger":
+        return BertTokenClassifier(encoder, 3)
+    return BertMultipleChoice(encoder)
+
+
+# DistilBERT's seq_classif_dropout: left out of config.json (transformers' default), or given.
+CASES = [(family, None) for family in sorted(FAMILIES)] + [("distilbert", 0.3)]
+
+
+@pytest.mark.parametrize("family, seq_classif_dropout", CASES)
+def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, seq_classif_dropout, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from official_bert import BertConfig, BertEncoder
+
+    values = BertConfig(**FAMILIES[family], hidden_dropout_prob=0.15).to_hf_dict()
+    values.pop("seq_classif_dropout", None)
+    if seq_classif_dropout is not None:
+        values["seq_classif_dropout"] = seq_classif_dropout
+    (tmp_path / "config.json").write_text(json.dumps(values))
+    theirs = transformers.AutoConfig.from_pretrained(tmp_path)
+    ours = BertConfig.from_json_file(str(tmp_path / "config.json"))
+    encoder = BertEncoder(ours)
+    for kind, head in HEADS.items():
+        their_model = getattr(transformers, ours.family.hf_class_prefix + head)(theirs)
+        [their_rate] = _their_head_dropout(their_model)
+        assert _our_head(kind, encoder).get_layer("classifier_dropout").rate == pytest.approx(their_rate), kind
+    if family == "distilbert":  # not the hidden rate: the sequence heads read seq_classif_dropout
+        assert ours.head_dropout_prob == (0.2 if seq_classif_dropout is None else seq_classif_dropout)
+        assert ours.token_head_dropout_prob == 0.15
+
+
+def test_a_distilbert_config_built_in_python_drops_as_distilbert_config():
+    """`BertConfig(model_type="distilbert")` takes transformers' `DistilBertConfig().seq_classif_dropout`, and its
+    `config.json` gives it back to transformers."""
+    transformers = pytest.importorskip("transformers")
+    from official_bert import BertConfig
+
+    ours = BertConfig(**FAMILIES["distilbert"])
+    assert ours.classifier_dropout_prob == transformers.DistilBertConfig().seq_classif_dropout == 0.2
+    assert ours.to_hf_dict()["seq_classif_dropout"] == 0.2
+    assert BertConfig(**FAMILIES["distilbert"], classifier_dropout_prob=0.0).to_hf_dict()["seq_classif_dropout"] == 0
