@@ -25,6 +25,8 @@ _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": Fa
 
 # Fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0.
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
+# Dropouts before task heads that only some families' configs hold (None elsewhere).
+_HEAD_DROPOUT_FIELDS = ("classifier_dropout_prob", "qa_dropout_prob")
 # Fields a family fills when they are left None (`BertConfig._resolve_family_defaults`), then checked as integers.
 _FAMILY_RESOLVED_INTS = ("pad_token_id",)
 
@@ -76,6 +78,9 @@ class BertConfig:
             token classifier and sentence-order head drop at it too, DistilBERT's token classifier at
             `hidden_dropout_prob`, as transformers' heads. None (the default): the family's transformers default
             (0.1 in ALBERT, 0.2 in DistilBERT). None elsewhere (the heads drop at `hidden_dropout_prob`).
+        qa_dropout_prob: DistilBERT: dropout before the question-answering head (transformers' `qa_dropout`); None
+            (the default): its transformers default, 0.1. None elsewhere (that head has no dropout, as in
+            transformers and Google's `run_squad.py`).
         pruned_heads: attention heads removed, as transformers' `PretrainedConfig.pruned_heads`: layer index -> sorted
             list of the removed heads' original indices (JSON's string keys are read as ints). Each layer keeps at
             least one head; a layer's kept heads keep their order and `head_size` stays
@@ -105,6 +110,7 @@ class BertConfig:
     num_hidden_groups: int = 1
     inner_group_num: int = 1
     classifier_dropout_prob: Optional[float] = None
+    qa_dropout_prob: Optional[float] = None
     pruned_heads: dict = dataclasses.field(default_factory=dict)  # layer -> sorted removed heads
 
     def __post_init__(self):
@@ -114,14 +120,15 @@ class BertConfig:
 
     def _resolve_family_defaults(self):
         """Fills the fields left None that take the family's value: `pad_token_id` and the families'
-        `classifier_dropout_prob` (transformers' defaults of the family), and ALBERT's `embedding_size` (the hidden
+        head dropouts (`classifier_dropout_prob`, `qa_dropout_prob`: transformers' defaults of the family), and ALBERT's `embedding_size` (the hidden
         size). An unknown `model_type` is left to `validate`."""
         if self.model_type not in model_types():
             return
         if self.pad_token_id is None:
             self.pad_token_id = self.family.hf_defaults.get("pad_token_id", 0)
-        if self.classifier_dropout_prob is None and "classifier_dropout_prob" in self.family.hf_extra_fields:
-            self.classifier_dropout_prob = self.family.hf_defaults["classifier_dropout_prob"]
+        for name in _HEAD_DROPOUT_FIELDS:
+            if getattr(self, name) is None and name in self.family.hf_extra_fields:
+                setattr(self, name, self.family.hf_defaults[name])
         if self.embedding_size is None and self.family.shared_layers:
             self.embedding_size = self.hidden_size
 
@@ -213,8 +220,8 @@ class BertConfig:
             elif field.type in (float, "float"):
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise ValueError(f"{source}: field '{field.name}' must be a number, got {value!r}")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"):
-            if name == "classifier_dropout_prob" and self.classifier_dropout_prob is None:
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", *_HEAD_DROPOUT_FIELDS):
+            if name in _HEAD_DROPOUT_FIELDS and getattr(self, name) is None:
                 continue
             if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name), (int, float)) or \
                     not 0.0 <= getattr(self, name) < 1.0:
@@ -237,7 +244,7 @@ class BertConfig:
             raise ValueError(f"{source}: field 'embedding_size' must be a positive integer, got "
                              f"{self.embedding_size!r}")
         for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
-                              ("classifier_dropout_prob", None)):
+                              ("classifier_dropout_prob", None), ("qa_dropout_prob", None)):
             if name in self.family.hf_extra_fields:
                 continue
             value = getattr(self, name)

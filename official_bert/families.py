@@ -160,14 +160,15 @@ _DISTILBERT_PRE_HEAD = PreHead("relu", "pre_classifier", "pre_classifier", "clas
 # DistilBERT's `config.json` names: theirs -> ours (its LayerNorm epsilon is fixed at 1e-12 in transformers).
 _DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
-                    "attention_dropout": "attention_probs_dropout_prob", "seq_classif_dropout": "classifier_dropout_prob"}
+                    "attention_dropout": "attention_probs_dropout_prob", "seq_classif_dropout": "classifier_dropout_prob",
+                    "qa_dropout": "qa_dropout_prob"}
 DISTILBERT = dataclasses.replace(
     BERT, model_type="distilbert", display_name="DistilBERT", tokenizer_files=(), has_token_types=False,
     has_pooler=False, hf_key_renames=_frozen(_DISTILBERT_KEYS), hf_marker_keys=("dim", "n_layers", "n_heads"),
     hf_fixed_values=_frozen({"type_vocab_size": 0, "layer_norm_eps": 1e-12}),
-    # transformers' `DistilBertConfig`'s n_layers and seq_classif_dropout (the rest: BERT's)
-    hf_defaults=_frozen({"num_hidden_layers": 6, "classifier_dropout_prob": 0.2}),
-    hf_extra_fields=("classifier_dropout_prob",), token_head_drops_as_classifier=False,
+    # transformers' `DistilBertConfig`'s n_layers, seq_classif_dropout and qa_dropout (the rest: BERT's)
+    hf_defaults=_frozen({"num_hidden_layers": 6, "classifier_dropout_prob": 0.2, "qa_dropout_prob": 0.1}),
+    hf_extra_fields=("classifier_dropout_prob", "qa_dropout_prob"), token_head_drops_as_classifier=False,
     hf_config_extras=_frozen({"sinusoidal_pos_embds": False, "tie_word_embeddings": True}),
     hf_class_prefix="DistilBert", hf_base_prefix="distilbert.", hf_encoder_roots=("embeddings.", "transformer."),
     encoder_weight_names="distilbert", google_names=False, hf_masked_lm=("vocab_transform", "vocab_layer_norm"),

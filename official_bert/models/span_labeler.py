@@ -3,6 +3,7 @@
 import keras
 
 from official_bert.layers.attention import MASKED_LOGIT
+from official_bert.layers.dropout import Dropout
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -15,7 +16,7 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
     Outputs: dict of `start_logits` and `end_logits`, each (batch, seq) in float32. A dense layer of 2 units on
-    `sequence_output`, without dropout, as Google's `run_squad.py` (`cls/squad/output_weights` [2, hidden],
+    `sequence_output`, without dropout (DistilBERT: after its config's `qa_dropout_prob`), as Google's `run_squad.py` (`cls/squad/output_weights` [2, hidden],
     `cls/squad/output_bias`) and Hugging Face `BertForQuestionAnswering` (`qa_outputs.weight` [2, hidden],
     `qa_outputs.bias`); load either, or a plain encoder checkpoint, with
     `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path, optional_pooler=True)`.
@@ -47,11 +48,14 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         config = encoder.config
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        # DistilBERT's `DistilBertForQuestionAnswering` drops before its head; BERT's, RoBERTa's and ALBERT's do not.
+        dropout = None if config.qa_dropout_prob is None else Dropout(config.qa_dropout_prob, name="qa_dropout")
         head = keras.layers.Dense(
             2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
             dtype="float32", name="qa_outputs")  # float32 logits for a stable loss under mixed precision
-        super().__init__(inputs=inputs, outputs=_span_outputs(head(sequence)), **kwargs)
+        super().__init__(inputs=inputs, outputs=_span_outputs(head(_dropped(dropout, sequence))), **kwargs)
         self.encoder = encoder
+        self.qa_dropout = dropout
         self.head = head
 
     def real_token_outputs(self, inputs, rows, layout, training):
@@ -63,11 +67,11 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
             inputs: the encoder's dict of (batch, seq) int32 inputs.
             rows: (1, tokens, hidden), `BertEncoder.encode_packed`'s.
             layout: the batch's `RealTokens`.
-            training: unused (the head has no dropout).
+            training: whether to apply the head's dropout (DistilBERT's).
 
         Returns: dict of `start_logits` and `end_logits`, each (batch, seq) float32.
         """
-        logits = layout.unpack(self.head(rows))  # (batch, seq, 2), 0 at the padding
+        logits = layout.unpack(self.head(_dropped(self.qa_dropout, rows, training)))  # (batch, seq, 2), 0 at padding
         is_real = keras.ops.expand_dims(keras.ops.cast(inputs["input_mask"], "bool"), -1)  # (batch, seq, 1)
         return _span_outputs(keras.ops.where(is_real, logits, MASKED_LOGIT))
 
@@ -96,6 +100,11 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+def _dropped(dropout, hidden, training=None):
+    """`hidden` through the head's `dropout`, or unchanged where the head has none."""
+    return hidden if dropout is None else dropout(hidden, training=training)
 
 
 def _span_outputs(logits):

@@ -1,7 +1,8 @@
-"""Each family's classification, token-classification and multiple-choice heads drop at the rate transformers' heads
-of the same `config.json` drop at: DistilBERT's sequence and multiple-choice heads at `seq_classif_dropout` (0.2 by
-default), its token classifier at `dropout`; ALBERT's at `classifier_dropout_prob`; BERT's and RoBERTa's at
-`hidden_dropout_prob`."""
+"""Each family's classification, token-classification, multiple-choice and question-answering heads drop at the rate
+transformers' heads of the same `config.json` drop at: DistilBERT's sequence and multiple-choice heads at
+`seq_classif_dropout` (0.2 by default), its token classifier at `dropout`, its question-answering head at `qa_dropout`
+(0.1); ALBERT's at `classifier_dropout_prob`; BERT's and RoBERTa's at `hidden_dropout_prob`, and their
+question-answering heads not at all."""
 
 import json
 
@@ -38,10 +39,12 @@ CASES = [(family, None) for family in sorted(FAMILIES)] + [("distilbert", 0.3)]
 @pytest.mark.parametrize("family, seq_classif_dropout", CASES)
 def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, seq_classif_dropout, tmp_path):
     transformers = pytest.importorskip("transformers")
-    from official_bert import BertConfig, BertEncoder
+    import keras
+
+    from official_bert import BertConfig, BertEncoder, BertSpanLabeler
 
     values = BertConfig(**FAMILIES[family], hidden_dropout_prob=0.15).to_hf_dict()
-    values.pop("seq_classif_dropout", None)
+    values.pop("seq_classif_dropout", None), values.pop("qa_dropout", None)
     if seq_classif_dropout is not None:
         values["seq_classif_dropout"] = seq_classif_dropout
     (tmp_path / "config.json").write_text(json.dumps(values))
@@ -52,6 +55,9 @@ def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, se
         their_model = getattr(transformers, ours.family.hf_class_prefix + head)(theirs)
         [their_rate] = _their_head_dropout(their_model)
         assert _our_head(kind, encoder).get_layer("classifier_dropout").rate == pytest.approx(their_rate), kind
+    their_model = getattr(transformers, ours.family.hf_class_prefix + "ForQuestionAnswering")(theirs)
+    our_dropouts = [layer.rate for layer in BertSpanLabeler(encoder).layers if isinstance(layer, keras.layers.Dropout)]
+    assert our_dropouts == sorted(_their_head_dropout(their_model))  # DistilBERT's qa_dropout; none elsewhere
     if family == "distilbert":  # not the hidden rate: the sequence heads read seq_classif_dropout
         assert ours.head_dropout_prob == (0.2 if seq_classif_dropout is None else seq_classif_dropout)
         assert ours.token_head_dropout_prob == 0.15
@@ -67,3 +73,4 @@ def test_a_distilbert_config_built_in_python_drops_as_distilbert_config():
     assert ours.classifier_dropout_prob == transformers.DistilBertConfig().seq_classif_dropout == 0.2
     assert ours.to_hf_dict()["seq_classif_dropout"] == 0.2
     assert BertConfig(**FAMILIES["distilbert"], classifier_dropout_prob=0.0).to_hf_dict()["seq_classif_dropout"] == 0
+    assert ours.qa_dropout_prob == transformers.DistilBertConfig().qa_dropout == ours.to_hf_dict()["qa_dropout"] == 0.1

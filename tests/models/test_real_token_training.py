@@ -20,8 +20,10 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow's training path")]
 
 def _model(family, kind, dropout=0.0, train_on_real_tokens=True):
-    config = dataclasses.replace(BertConfig.from_dict(FAMILIES[family]), hidden_dropout_prob=dropout,
-                                 attention_probs_dropout_prob=dropout)
+    config = BertConfig.from_dict(FAMILIES[family])
+    head_dropout = {} if config.qa_dropout_prob is None else {"qa_dropout_prob": dropout}  # DistilBERT's span head's
+    config = dataclasses.replace(config, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+                                 **head_dropout)
     keras.utils.set_random_seed(4)
     options = dict(train_on_real_tokens=train_on_real_tokens)
     if kind == "classifier":
