@@ -73,11 +73,13 @@ class BertConfig:
         num_hidden_groups: ALBERT: how many distinct sets of transformer weights; layer i uses group
             `int(i / (num_hidden_layers / num_hidden_groups))`, as transformers' `AlbertTransformer`. 1 elsewhere.
         inner_group_num: ALBERT: transformer blocks per group, run one after the other in every layer. 1 elsewhere.
-        classifier_dropout_prob: ALBERT and DistilBERT: dropout before the classification and multiple-choice heads
-            (transformers' `AlbertConfig.classifier_dropout_prob`, `DistilBertConfig.seq_classif_dropout`); ALBERT's
-            token classifier and sentence-order head drop at it too, DistilBERT's token classifier at
-            `hidden_dropout_prob`, as transformers' heads. None (the default): the family's transformers default
-            (0.1 in ALBERT, 0.2 in DistilBERT). None elsewhere (the heads drop at `hidden_dropout_prob`).
+        classifier_dropout_prob: dropout before the classification and multiple-choice heads (transformers'
+            `classifier_dropout` of BERT and RoBERTa, `AlbertConfig.classifier_dropout_prob`,
+            `DistilBertConfig.seq_classif_dropout`); the token classifier drops at it too (ALBERT's sentence-order
+            head as well), except where transformers' head drops at `hidden_dropout_prob` (`task_head_dropout`:
+            DistilBERT's token classifier, RoBERTa's multiple-choice head). None (the default):
+            the family's transformers default (0.1 in ALBERT, 0.2 in DistilBERT; None in BERT and RoBERTa, whose heads
+            then drop at `hidden_dropout_prob`).
         qa_dropout_prob: DistilBERT: dropout before the question-answering head (transformers' `qa_dropout`); None
             (the default): its transformers default, 0.1. None elsewhere (that head has no dropout, as in
             transformers and Google's `run_squad.py`).
@@ -128,7 +130,7 @@ class BertConfig:
             self.pad_token_id = self.family.hf_defaults.get("pad_token_id", 0)
         for name in _HEAD_DROPOUT_FIELDS:
             if getattr(self, name) is None and name in self.family.hf_extra_fields:
-                setattr(self, name, self.family.hf_defaults[name])
+                setattr(self, name, self.family.hf_defaults.get(name))
         if self.embedding_size is None and self.family.shared_layers:
             self.embedding_size = self.hidden_size
 
@@ -160,15 +162,18 @@ class BertConfig:
 
     @property
     def head_dropout_prob(self) -> float:
-        """Dropout before a classification or multiple-choice head: `classifier_dropout_prob` (ALBERT, DistilBERT)
-        when set, else `hidden_dropout_prob`."""
+        """Dropout before a classification head (and ALBERT's sentence-order head): `classifier_dropout_prob` when
+        set, else `hidden_dropout_prob`."""
         return self.hidden_dropout_prob if self.classifier_dropout_prob is None else self.classifier_dropout_prob
 
-    @property
-    def token_head_dropout_prob(self) -> float:
-        """Dropout before a token classifier's head: `head_dropout_prob`, or `hidden_dropout_prob` where the family's
-        token classifier drops at it (DistilBERT's, at transformers' `dropout`)."""
-        return self.head_dropout_prob if self.family.token_head_drops_as_classifier else self.hidden_dropout_prob
+    def task_head_dropout(self, head: str) -> float:
+        """Dropout before a task head, as transformers' head of the family drops: `head_dropout_prob`, or
+        `hidden_dropout_prob` for the family's `heads_at_hidden_dropout`.
+
+        Args:
+            head: "classifier", "tagger" or "multiple_choice".
+        """
+        return self.hidden_dropout_prob if head in self.family.heads_at_hidden_dropout else self.head_dropout_prob
 
     def layer_group(self, layer: int) -> int:
         """The weight group layer `layer` runs (ALBERT's sharing; `layer` itself elsewhere, one block a layer)."""
@@ -265,7 +270,9 @@ class BertConfig:
     def to_dict(self) -> dict:
         values = dataclasses.asdict(self)
         for name in {name for family in families() for name in family.hf_extra_fields}:
-            if name not in self.family.hf_extra_fields:  # another family's (ALBERT's)
+            # Another family's (ALBERT's), or a head dropout left to the hidden one (BERT's and RoBERTa's
+            # `classifier_dropout`: Google's bert_config.json has no such key).
+            if name not in self.family.hf_extra_fields or (name in _HEAD_DROPOUT_FIELDS and values[name] is None):
                 del values[name]
         if self.model_type == "bert" and self.pad_token_id == 0:  # Google's bert_config.json, as before families
             del values["model_type"], values["pad_token_id"]
@@ -335,7 +342,8 @@ class BertConfig:
         family = self.family
         values = {k: v for k, v in self.to_dict().items() if k not in family.hf_fixed_values}
         for theirs, ours in family.hf_key_renames.items():
-            values[theirs] = values.pop(ours)
+            if ours in values:  # (a head dropout left None is not written)
+                values[theirs] = values.pop(ours)
         return {"architectures": [family.hf_architecture()], **values, "model_type": self.model_type,
                 "pad_token_id": self.pad_token_id, **family.hf_config_extras}
 

@@ -82,9 +82,9 @@ class ModelFamily:
         hf_has_sentence_head: transformers' pre-training model has that head (RoBERTa's and DistilBERT's are masked
             LMs: a sentence head trained here is not written to their Hugging Face directories).
         sentence_head_dropout: dropout before the sentence head (transformers' `AlbertSOPHead`).
-        token_head_drops_as_classifier: the token classifier's dropout is `classifier_dropout_prob` where the family
-            has one (ALBERT's); False: `hidden_dropout_prob` (DistilBERT's, whose `seq_classif_dropout` is the
-            sequence and multiple-choice heads' only).
+        heads_at_hidden_dropout: the task heads ("classifier", "tagger", "multiple_choice") that drop at
+            `hidden_dropout_prob` even where `classifier_dropout_prob` is set, as transformers' (DistilBERT's token
+            classifier, RoBERTa's multiple-choice head).
         classifier_pre_head: the dense layer before a sequence classifier's head (None: the head reads
             `pooled_output`).
         choice_pre_head: the same before a multiple-choice head.
@@ -120,7 +120,7 @@ class ModelFamily:
     hf_sentence_head: str = "cls.seq_relationship"
     hf_has_sentence_head: bool = True
     sentence_head_dropout: bool = False
-    token_head_drops_as_classifier: bool = True
+    heads_at_hidden_dropout: Tuple[str, ...] = ()
     classifier_pre_head: Optional[PreHead] = None
     choice_pre_head: Optional[PreHead] = None
 
@@ -136,7 +136,10 @@ class ModelFamily:
         return self.hf_class_prefix + head
 
 
-BERT = ModelFamily(model_type="bert", display_name="BERT", tokenizer_files=((WORDPIECE_FILE,),))
+# transformers' `classifier_dropout` of BERT and RoBERTa (None: the hidden dropout), before their task heads.
+BERT = ModelFamily(model_type="bert", display_name="BERT", tokenizer_files=((WORDPIECE_FILE,),),
+                   hf_key_renames=_frozen({"classifier_dropout": "classifier_dropout_prob"}),
+                   hf_extra_fields=("classifier_dropout_prob",))
 
 _ROBERTA_PRE_HEAD = PreHead("tanh", "classifier_dense", "classifier.dense", "classifier.out_proj",
                             from_first_token=True)
@@ -148,7 +151,8 @@ ROBERTA = dataclasses.replace(
     hf_config_extras=_frozen({"bos_token_id": 0, "eos_token_id": 2, "position_embedding_type": "absolute"}),
     hf_class_prefix="Roberta",
     hf_base_prefix="roberta.", google_names=False, hf_masked_lm=("lm_head.dense", "lm_head.layer_norm"),
-    hf_masked_lm_bias=("lm_head.bias",), hf_has_sentence_head=False, classifier_pre_head=_ROBERTA_PRE_HEAD)
+    hf_masked_lm_bias=("lm_head.bias",), hf_has_sentence_head=False, classifier_pre_head=_ROBERTA_PRE_HEAD,
+    heads_at_hidden_dropout=("multiple_choice",))
 
 XLM_ROBERTA = dataclasses.replace(
     ROBERTA, model_type="xlm-roberta", display_name="XLM-RoBERTa", tokenizer_files=((XLM_ROBERTA_FILE,),),
@@ -168,7 +172,7 @@ DISTILBERT = dataclasses.replace(
     hf_fixed_values=_frozen({"type_vocab_size": 0, "layer_norm_eps": 1e-12}),
     # transformers' `DistilBertConfig`'s n_layers, seq_classif_dropout and qa_dropout (the rest: BERT's)
     hf_defaults=_frozen({"num_hidden_layers": 6, "classifier_dropout_prob": 0.2, "qa_dropout_prob": 0.1}),
-    hf_extra_fields=("classifier_dropout_prob", "qa_dropout_prob"), token_head_drops_as_classifier=False,
+    hf_extra_fields=("classifier_dropout_prob", "qa_dropout_prob"), heads_at_hidden_dropout=("tagger",),
     hf_config_extras=_frozen({"sinusoidal_pos_embds": False, "tie_word_embeddings": True}),
     hf_class_prefix="DistilBert", hf_base_prefix="distilbert.", hf_encoder_roots=("embeddings.", "transformer."),
     encoder_weight_names="distilbert", google_names=False, hf_masked_lm=("vocab_transform", "vocab_layer_norm"),

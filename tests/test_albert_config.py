@@ -74,8 +74,8 @@ def test_direct_albert_config_without_embedding_size_uses_the_hidden_size():
     ({"model_type": "roberta", "pad_token_id": 1, "type_vocab_size": 1, "num_hidden_groups": 2},
      "'num_hidden_groups' is 2; a roberta encoder needs 1"),
     ({"inner_group_num": 2, "model_type": "distilbert"}, "'inner_group_num' is 2; a distilbert encoder needs 1"),
-    ({"classifier_dropout_prob": 0.1},
-     r"'classifier_dropout_prob' is 0.1; a bert encoder needs None \(only distilbert and albert encoders have it\)"),
+    ({"model_type": "roberta", "pad_token_id": 1, "type_vocab_size": 1, "qa_dropout_prob": 0.1},
+     r"'qa_dropout_prob' is 0.1; a roberta encoder needs None \(only distilbert encoders have it\)"),
     ({"model_type": "albert", "classifier_dropout_prob": 1.0}, r"'classifier_dropout_prob' must be in \[0, 1\)"),
 ])
 def test_invalid_albert_fields_are_named(tmp_path, values, match):

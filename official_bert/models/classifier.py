@@ -24,8 +24,8 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
     Args:
         encoder: a `BertEncoder`.
         num_classes: number of labels; 1 for regression.
-        dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
-            `hidden_dropout_prob`, or ALBERT's and DistilBERT's `classifier_dropout_prob`).
+        dropout_rate: dropout before the dense layer (default: the encoder config's
+            `task_head_dropout("classifier")`, as transformers' head of the family).
         multi_label: each example may have any number of the labels: one sigmoid output per label, binary
             cross-entropy (transformers' `problem_type="multi_label_classification"`).
         train_on_real_tokens: see `RealTokenTraining` (default True).
@@ -42,7 +42,7 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
-        dropout_rate = config.head_dropout_prob if dropout_rate is None else dropout_rate
+        dropout_rate = config.task_head_dropout("classifier") if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         outputs = encoder(inputs)
         def init():  # one initializer per layer: an unseeded Keras initializer repeats its values

@@ -55,8 +55,8 @@ class BertMultipleChoice(TaskModel):
 
     Args:
         encoder: a `BertEncoder`.
-        dropout_rate: dropout before the dense layer (default: the encoder config's `head_dropout_prob`:
-            `hidden_dropout_prob`, or ALBERT's and DistilBERT's `classifier_dropout_prob`).
+        dropout_rate: dropout before the dense layer (default: the encoder config's
+            `task_head_dropout("multiple_choice")`, as transformers' head of the family).
 
     Examples:
     ```python
@@ -70,7 +70,7 @@ class BertMultipleChoice(TaskModel):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
-        dropout_rate = config.head_dropout_prob if dropout_rate is None else dropout_rate
+        dropout_rate = config.task_head_dropout("multiple_choice") if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None, None), dtype="int32", name=name) for name in encoder.input}
         flatten = FlattenChoices(name="flatten_choices")
         pairs = {name: flatten(value) for name, value in inputs.items()}  # (batch * choices, seq) each

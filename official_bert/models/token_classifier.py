@@ -28,8 +28,8 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
     Args:
         encoder: a `BertEncoder`.
         num_labels: number of tags.
-        dropout_rate: dropout before the dense layer (default: the encoder config's `token_head_dropout_prob`:
-            `hidden_dropout_prob`, or ALBERT's `classifier_dropout_prob`).
+        dropout_rate: dropout before the dense layer (default: the encoder config's
+            `task_head_dropout("tagger")`, as transformers' head of the family).
         train_on_real_tokens: see `RealTokenTraining` (default True).
 
     Examples:
@@ -44,7 +44,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         if isinstance(encoder, dict):
             encoder = keras.saving.deserialize_keras_object(encoder)
         config = encoder.config
-        dropout_rate = config.token_head_dropout_prob if dropout_rate is None else dropout_rate
+        dropout_rate = config.task_head_dropout("tagger") if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
         dropout = Dropout(dropout_rate, name="classifier_dropout")

@@ -1,8 +1,8 @@
 """Each family's classification, token-classification, multiple-choice and question-answering heads drop at the rate
 transformers' heads of the same `config.json` drop at: DistilBERT's sequence and multiple-choice heads at
 `seq_classif_dropout` (0.2 by default), its token classifier at `dropout`, its question-answering head at `qa_dropout`
-(0.1); ALBERT's at `classifier_dropout_prob`; BERT's and RoBERTa's at `hidden_dropout_prob`, and their
-question-answering heads not at all."""
+(0.1); ALBERT's at `classifier_dropout_prob`; BERT's and RoBERTa's at `classifier_dropout`, else (the default)
+`hidden_dropout_prob` (RoBERTa's multiple-choice head always), and their question-answering heads not at all."""
 
 import json
 
@@ -32,21 +32,24 @@ def _our_head(kind, encoder):
     return BertMultipleChoice(encoder)
 
 
-# DistilBERT's seq_classif_dropout: left out of config.json (transformers' default), or given.
-CASES = [(family, None) for family in sorted(FAMILIES)] + [("distilbert", 0.3)]
+# Each family's config.json key of its classification heads' dropout.
+HEAD_DROPOUT_KEYS = {"bert": "classifier_dropout", "roberta": "classifier_dropout", "distilbert": "seq_classif_dropout",
+                     "albert": "classifier_dropout_prob"}
 
 
-@pytest.mark.parametrize("family, seq_classif_dropout", CASES)
-def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, seq_classif_dropout, tmp_path):
+@pytest.mark.parametrize("head_dropout", [None, 0.3])  # left out of config.json (transformers' default), or given
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, head_dropout, tmp_path):
     transformers = pytest.importorskip("transformers")
     import keras
 
     from official_bert import BertConfig, BertEncoder, BertSpanLabeler
 
     values = BertConfig(**FAMILIES[family], hidden_dropout_prob=0.15).to_hf_dict()
-    values.pop("seq_classif_dropout", None), values.pop("qa_dropout", None)
-    if seq_classif_dropout is not None:
-        values["seq_classif_dropout"] = seq_classif_dropout
+    for key in (*HEAD_DROPOUT_KEYS.values(), "qa_dropout"):
+        values.pop(key, None)
+    if head_dropout is not None:
+        values[HEAD_DROPOUT_KEYS[family]] = head_dropout
     (tmp_path / "config.json").write_text(json.dumps(values))
     theirs = transformers.AutoConfig.from_pretrained(tmp_path)
     ours = BertConfig.from_json_file(str(tmp_path / "config.json"))
@@ -58,9 +61,11 @@ def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, se
     their_model = getattr(transformers, ours.family.hf_class_prefix + "ForQuestionAnswering")(theirs)
     our_dropouts = [layer.rate for layer in BertSpanLabeler(encoder).layers if isinstance(layer, keras.layers.Dropout)]
     assert our_dropouts == sorted(_their_head_dropout(their_model))  # DistilBERT's qa_dropout; none elsewhere
-    if family == "distilbert":  # not the hidden rate: the sequence heads read seq_classif_dropout
-        assert ours.head_dropout_prob == (0.2 if seq_classif_dropout is None else seq_classif_dropout)
-        assert ours.token_head_dropout_prob == 0.15
+    family_default = {"distilbert": 0.2, "albert": 0.1}.get(family, 0.15)  # BERT's and RoBERTa's: the hidden one
+    assert ours.head_dropout_prob == (family_default if head_dropout is None else head_dropout)
+    at_hidden = {"distilbert": "tagger", "roberta": "multiple_choice"}.get(family)  # transformers' exceptions
+    for kind in HEADS:
+        assert ours.task_head_dropout(kind) == (0.15 if kind == at_hidden else ours.head_dropout_prob), kind
 
 
 def test_a_distilbert_config_built_in_python_drops_as_distilbert_config():
