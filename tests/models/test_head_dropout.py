@@ -10,6 +10,8 @@ import pytest
 
 from tests.tiny_families import FAMILIES
 
+pytestmark = pytest.mark.slow  # transformers' PyTorch heads: torch's import, seconds, in a worker that has none yet
+
 HEADS = {"classifier": "ForSequenceClassification", "tagger": "ForTokenClassification",
          "multiple_choice": "ForMultipleChoice"}
 
