@@ -121,9 +121,9 @@ class BertConfig:
         self.validate()
 
     def _resolve_family_defaults(self):
-        """Fills the fields left None that take the family's value: `pad_token_id` and the families'
-        head dropouts (`classifier_dropout_prob`, `qa_dropout_prob`: transformers' defaults of the family), and ALBERT's `embedding_size` (the hidden
-        size). An unknown `model_type` is left to `validate`."""
+        """Fills the fields left None that take the family's value: `pad_token_id` and the family's head dropouts
+        (`classifier_dropout_prob`, `qa_dropout_prob`), as its transformers config class has them, and ALBERT's
+        `embedding_size` (the hidden size). An unknown `model_type` is left to `validate`."""
         if self.model_type not in model_types():
             return
         if self.pad_token_id is None:

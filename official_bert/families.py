@@ -164,8 +164,8 @@ _DISTILBERT_PRE_HEAD = PreHead("relu", "pre_classifier", "pre_classifier", "clas
 # DistilBERT's `config.json` names: theirs -> ours (its LayerNorm epsilon is fixed at 1e-12 in transformers).
 _DISTILBERT_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
                     "hidden_dim": "intermediate_size", "activation": "hidden_act", "dropout": "hidden_dropout_prob",
-                    "attention_dropout": "attention_probs_dropout_prob", "seq_classif_dropout": "classifier_dropout_prob",
-                    "qa_dropout": "qa_dropout_prob"}
+                    "attention_dropout": "attention_probs_dropout_prob",
+                    "seq_classif_dropout": "classifier_dropout_prob", "qa_dropout": "qa_dropout_prob"}
 DISTILBERT = dataclasses.replace(
     BERT, model_type="distilbert", display_name="DistilBERT", tokenizer_files=(), has_token_types=False,
     has_pooler=False, hf_key_renames=_frozen(_DISTILBERT_KEYS), hf_marker_keys=("dim", "n_layers", "n_heads"),

@@ -16,10 +16,11 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32).
     Outputs: dict of `start_logits` and `end_logits`, each (batch, seq) in float32. A dense layer of 2 units on
-    `sequence_output`, without dropout (DistilBERT: after its config's `qa_dropout_prob`), as Google's `run_squad.py` (`cls/squad/output_weights` [2, hidden],
-    `cls/squad/output_bias`) and Hugging Face `BertForQuestionAnswering` (`qa_outputs.weight` [2, hidden],
-    `qa_outputs.bias`); load either, or a plain encoder checkpoint, with
-    `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path, optional_pooler=True)`.
+    `sequence_output`, without dropout (DistilBERT: after its config's `qa_dropout_prob`), as Google's
+    `run_squad.py` (`cls/squad/output_weights` [2, hidden], `cls/squad/output_bias`) and Hugging Face
+    `BertForQuestionAnswering` (`qa_outputs.weight` [2, hidden], `qa_outputs.bias`); load either, or a plain
+    encoder checkpoint, with `checkpoints.load_task_weights(model.encoder, checkpoints.head_specs(model), path,
+    optional_pooler=True)`.
     The pooler is not trained (see `SequenceOutputModel`). Built by `from_pretrained(path)`, it also takes raw
     (question, context) pairs (`TextInputs`), packed as one sequence each (no SQuAD windows): `predict((questions,
     contexts))` gives the start and end logits of each packed piece.
