@@ -182,7 +182,7 @@ DISTILBERT = dataclasses.replace(
 ALBERT = dataclasses.replace(
     BERT, model_type="albert", display_name="ALBERT", tokenizer_kind=SENTENCEPIECE,
     tokenizer_files=((SENTENCEPIECE_FILE,), (GOOGLE_SENTENCEPIECE_FILE,)), shared_layers=True,
-    default_activation="gelu_new",
+    default_activation="gelu_new", hf_key_renames=_frozen(),  # its config.json names are ours (not BERT's)
     special_tokens=_frozen({"cls": "[CLS]", "sep": "[SEP]", "pad": "<pad>", "mask": "[MASK]", "unk": "<unk>"}),
     hf_defaults=_frozen(dict(  # transformers' `AlbertConfig` defaults
         vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,

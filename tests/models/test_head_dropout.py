@@ -70,6 +70,25 @@ def test_each_head_drops_as_transformers_head_of_the_same_config_json(family, he
         assert ours.task_head_dropout(kind) == (0.15 if kind == at_hidden else ours.head_dropout_prob), kind
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_config_json_we_write_makes_transformers_heads_drop_as_ours(family, tmp_path):
+    """A config with its head dropouts set in Python: transformers' heads of its `to_hf_dict` (what `save_encoder`
+    writes) drop as ours."""
+    transformers = pytest.importorskip("transformers")
+    from official_bert import BertConfig, BertEncoder
+
+    ours = BertConfig(**FAMILIES[family], hidden_dropout_prob=0.15, classifier_dropout_prob=0.3,
+                      **({"qa_dropout_prob": 0.25} if family == "distilbert" else {}))
+    (tmp_path / "config.json").write_text(json.dumps(ours.to_hf_dict()))
+    theirs = transformers.AutoConfig.from_pretrained(tmp_path)
+    encoder = BertEncoder(ours)
+    for kind, head in HEADS.items():
+        [their_rate] = _their_head_dropout(getattr(transformers, ours.family.hf_class_prefix + head)(theirs))
+        assert _our_head(kind, encoder).get_layer("classifier_dropout").rate == pytest.approx(their_rate), kind
+    their_span = getattr(transformers, ours.family.hf_class_prefix + "ForQuestionAnswering")(theirs)
+    assert _their_head_dropout(their_span) == ({0.25} if family == "distilbert" else set())
+
+
 def test_a_distilbert_config_built_in_python_drops_as_distilbert_config():
     """`BertConfig(model_type="distilbert")` takes transformers' `DistilBertConfig().seq_classif_dropout`, and its
     `config.json` gives it back to transformers."""
