@@ -78,7 +78,7 @@ def test_direct_albert_config_without_embedding_size_uses_the_hidden_size():
      r"'qa_dropout_prob' is 0.1; a roberta encoder needs None \(only distilbert encoders have it\)"),
     ({"model_type": "albert", "classifier_dropout_prob": 1.0}, r"'classifier_dropout_prob' must be in \[0, 1\)"),
 ])
-def test_invalid_albert_fields_are_named(tmp_path, values, match):
+def test_invalid_family_fields_are_named(tmp_path, values, match):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(values))
     with pytest.raises(ValueError, match=f"{path}.*{match}"):

@@ -109,7 +109,8 @@ def test_a_span_labelers_training_call_on_real_tokens_leaves_the_padding_out_of_
     logits, gradients = _span_loss_and_gradients(model, inputs, lambda logits: logits)
     masked = {name: np.where(is_real.numpy(), logits[name], 0.0) for name in SPAN_OUTPUTS}
     padded_logits, padded_gradients = _span_loss_and_gradients(
-        _padded_twin(model, family, "span"), inputs, lambda logits: {name: tf.where(is_real, logits[name], MASKED_LOGIT) for name in SPAN_OUTPUTS})
+        _padded_twin(model, family, "span"), inputs,
+        lambda logits: {name: tf.where(is_real, logits[name], MASKED_LOGIT) for name in SPAN_OUTPUTS})
     for name in SPAN_OUTPUTS:
         np.testing.assert_array_equal(logits[name][~is_real.numpy()], MASKED_LOGIT)
         np.testing.assert_allclose(masked[name], np.where(is_real.numpy(), padded_logits[name], 0.0),
