@@ -23,12 +23,11 @@ KNOWN_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "relu
 # metadata (architectures, torch_dtype, ...) and is ignored.
 _HF_ARCHITECTURE_KEYS = {"position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False}
 
-# Fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0.
+# Integer fields that are 0 in valid configs: DistilBERT has no token types; BERT's [PAD] is id 0 (`pad_token_id` is
+# typed Optional, None until the family resolves it).
 _NON_NEGATIVE_FIELDS = ("type_vocab_size", "pad_token_id")
 # Dropouts before task heads that only some families' configs hold (None elsewhere).
 _HEAD_DROPOUT_FIELDS = ("classifier_dropout_prob", "qa_dropout_prob")
-# Fields a family fills when they are left None (`BertConfig._resolve_family_defaults`), then checked as integers.
-_FAMILY_RESOLVED_INTS = ("pad_token_id",)
 
 
 def read_config_json(path):
@@ -90,7 +89,8 @@ class BertConfig:
             share blocks).
 
     A BERT config's `to_dict()` is Google's `bert_config.json` (no `model_type`, `pad_token_id`); only an ALBERT
-    config's holds `embedding_size`, `num_hidden_groups`, `inner_group_num`, `classifier_dropout_prob`, and only a
+    config's holds `embedding_size`, `num_hidden_groups`, `inner_group_num`, only a config whose head dropouts are
+    set (ALBERT's and DistilBERT's always) holds `classifier_dropout_prob` / `qa_dropout_prob`, and only a
     head-pruned config's `pruned_heads`.
     """
 
@@ -216,7 +216,7 @@ class BertConfig:
                              f"{', '.join(model_types())}")
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if field.type in (int, "int") or field.name in _FAMILY_RESOLVED_INTS:
+            if field.type in (int, "int") or field.name in _NON_NEGATIVE_FIELDS:
                 if field.name in _NON_NEGATIVE_FIELDS:
                     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                         raise ValueError(f"{source}: field '{field.name}' must be an integer >= 0, got {value!r}")
@@ -249,7 +249,7 @@ class BertConfig:
             raise ValueError(f"{source}: field 'embedding_size' must be a positive integer, got "
                              f"{self.embedding_size!r}")
         for name, neutral in (("embedding_size", None), ("num_hidden_groups", 1), ("inner_group_num", 1),
-                              ("classifier_dropout_prob", None), ("qa_dropout_prob", None)):
+                              *((head_dropout, None) for head_dropout in _HEAD_DROPOUT_FIELDS)):
             if name in self.family.hf_extra_fields:
                 continue
             value = getattr(self, name)

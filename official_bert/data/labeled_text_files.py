@@ -56,6 +56,11 @@ class Columns:
     text_pair: Optional[str] = None
     label: Optional[str] = None
 
+    def as_flags(self) -> str:
+        """The columns given, as `tasks.run_classifier`'s flags: "--text_column=review --label_column=stars"."""
+        return " ".join(f"{_FLAGS[field.name]}={getattr(self, field.name)}" for field in dataclasses.fields(self)
+                        if getattr(self, field.name) is not None)
+
 
 @dataclasses.dataclass
 class LabeledTexts:

@@ -93,10 +93,8 @@ class FileClassificationTask(Task):
             self.columns = Columns(*(mine if mine is not None else recorded
                                      for mine, recorded in zip(dataclasses.astuple(given), self.recorded_columns)))
             if self.columns != given:
-                flags = ("--text_column", "--text_pair_column", "--label_column")
-                named = zip(flags, dataclasses.astuple(self.columns))
                 logger.info("Reading the files with the training run's columns (%s): %s", path,
-                            " ".join(f"{flag}={name}" for flag, name in named if name is not None))
+                            self.columns.as_flags())
 
     def _read(self, split, labeled):
         self.examples[split] = read_labeled_texts(self.files[split], self.columns, labeled=labeled,
