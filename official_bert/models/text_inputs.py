@@ -17,6 +17,7 @@ of: they live in `official_bert.pipelines.task_models`, named here by dotted pat
 """
 
 import importlib
+import threading
 
 import keras
 import numpy as np
@@ -240,6 +241,7 @@ class TextInputs:
         `tf.data`, batched by `batch_size` (default 32), shuffled each epoch unless `shuffle=False`;
         `validation_split` takes the last examples, as Keras does."""
         segments = text_segments(x)
+        cut = []  # the `_CutTexts` of the datasets of texts given, reported once the call returns
         if self._is_words(x):
             if validation_split:
                 raise ValueError("validation_split with sentences of words: pass validation_data=(sentences, tags)")
@@ -254,22 +256,28 @@ class TextInputs:
             y = sample_weight = batch_size = None
             shuffle = False  # (done in the dataset; Keras warns that it cannot shuffle one)
         elif self._is_text_dataset(x):
-            x = self._mapped(x)
+            x = self._mapped(x, self._counted(cut, "texts read from the dataset"))
         if validation_data is not None:
-            validation_data = self._validation_dataset(validation_data, batch_size)
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                           validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
-                           class_weight=class_weight, sample_weight=sample_weight, **kwargs)
+            validation_data = self._validation_dataset(validation_data, batch_size, cut)
+        history = super().fit(x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                              validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                              class_weight=class_weight, sample_weight=sample_weight, **kwargs)
+        self._report_cut(cut)
+        return history
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, taking texts (or sentences of words) as `fit` does."""
+        cut = []
         if self._is_words(x):
             x, y, sample_weight, batch_size = self._words_dataset(x, y, sample_weight, batch_size), None, None, None
         elif text_segments(x) is not None:
             x, y, sample_weight, batch_size = self._text_dataset(x, y, sample_weight, batch_size), None, None, None
         elif self._is_text_dataset(x):
-            x = self._mapped(x)
-        return super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight, **kwargs)
+            x = self._mapped(x, self._counted(cut, "texts read from the dataset"))
+        results = super().evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+                                   **kwargs)
+        self._report_cut(cut)
+        return results
 
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`, taking texts as `fit` does: the logits (never label names, as Keras). Sentences of
@@ -281,11 +289,14 @@ class TextInputs:
             if not len(windows):  # sentences of no words: nothing to run (Keras' predict fails on no batches)
                 return [np.zeros((0, self.num_labels), np.float32) for _ in x]
             return module.word_logits(windows, super().predict(self._windows_dataset(windows, batch_size), **kwargs))
+        cut = []
         if text_segments(x) is not None:
             x, batch_size = self._text_dataset(x, batch_size=batch_size), None
         elif self._is_text_dataset(x):
-            x = self._mapped(x)
-        return super().predict(x, batch_size=batch_size, **kwargs)
+            x = self._mapped(x, self._counted(cut, "texts read from the dataset"))
+        logits = super().predict(x, batch_size=batch_size, **kwargs)
+        self._report_cut(cut)
+        return logits
 
     def __call__(self, *args, **kwargs):
         """`keras.Model.__call__`; a batch of texts (see the class; not a `tf.data.Dataset`) is packed first, so
@@ -322,6 +333,16 @@ class TextInputs:
         segments = text_segments(x)[1]
         self._report_truncated(segments)
         return self.preprocessor([tf.constant(segment.tolist(), tf.string) for segment in segments])
+
+    def _counted(self, cut, what):
+        """A new `_CutTexts` of `what` (the texts, in words), added to `cut` (a call's list of them)."""
+        cut.append(_CutTexts(what))
+        return cut[-1]
+
+    def _report_cut(self, cut):
+        """Warns of the texts that did not fit, for each `_CutTexts` of a call (see `_mapped`)."""
+        for texts in cut:
+            texts.report(self.preprocessor.seq_length)
 
     def _report_truncated(self, segments):
         """Warns when some texts (one or two arrays, the segments) do not fit the preprocessor's length."""
@@ -409,15 +430,26 @@ class TextInputs:
             self._check_preprocessor()
         return texts
 
-    def _mapped(self, dataset):
+    def _mapped(self, dataset, cut_texts=None):
         """A batched dataset of texts mapped through the preprocessor, x becoming the encoder's dict of
         (batch, seq_length) int32. As Keras reads a dataset, a tuple element is `(x, y[, sample_weight])`, anything
-        else is x; x is a [batch] string Tensor, or a tuple or dict of one or two (a pair)."""
+        else is x; x is a [batch] string Tensor, or a tuple or dict of one or two (a pair).
+
+        Args:
+            dataset: the `tf.data.Dataset`.
+            cut_texts: a `_CutTexts` that counts the texts the map packs, and those it cuts; None: not counted (texts
+                given in memory are counted before, exactly, by `_report_truncated`).
+        """
         import tensorflow as tf
 
         def pack(x):
-            return self.preprocessor(list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, tuple)
-                                     else [x])
+            texts = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, tuple) else [x]
+            if cut_texts is None or not 1 <= len(texts) <= 2:  # (the preprocessor refuses any other count)
+                return self.preprocessor(texts)
+            inputs, truncated = self.preprocessor.pack(texts)  # truncated: bool (batch,)
+            counted = tf.numpy_function(cut_texts.add, [truncated], tf.bool, stateful=True)
+            with tf.control_dependencies([counted]):
+                return {name: tf.identity(value) for name, value in inputs.items()}
 
         plain = tf.autograph.experimental.do_not_convert  # plain TF: no conversion cost at each call
         if isinstance(dataset.element_spec, tuple):
@@ -426,15 +458,47 @@ class TextInputs:
             dataset = dataset.map(plain(pack), num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)
 
-    def _validation_dataset(self, validation_data, batch_size):
-        """`fit`'s `validation_data` ((texts, y[, sample_weight]) or a dataset) with its texts packed."""
+    def _validation_dataset(self, validation_data, batch_size, cut):
+        """`fit`'s `validation_data` ((texts, y[, sample_weight]) or a dataset) with its texts packed; a dataset's
+        are counted in a `_CutTexts` added to `cut`."""
         if self._is_text_dataset(validation_data):
-            return self._mapped(validation_data)
+            return self._mapped(validation_data, self._counted(cut, "validation texts read from the dataset"))
         if isinstance(validation_data, tuple) and self._is_words(validation_data[0]):
             return self._words_dataset(*validation_data, batch_size=batch_size)
         if isinstance(validation_data, tuple) and text_segments(validation_data[0]) is not None:
             return self._text_dataset(*validation_data, batch_size=batch_size)
         return validation_data
+
+
+class _CutTexts:
+    """How many texts a map over a `tf.data.Dataset` packed, and how many of those packing cut (see `_mapped`).
+
+    Counted as the pipeline reads them, so read-ahead counts too: a run that stops before the dataset's end (Keras'
+    `steps_per_epoch`, an epoch's last prefetched batches) may count a few batches more than the model used; an
+    epoch, or validation after each epoch, counts its texts again.
+
+    Args:
+        what: the texts, in words ("texts read from the dataset").
+    """
+
+    def __init__(self, what):
+        self.what = what
+        self.texts = 0
+        self.cut = 0
+        self._lock = threading.Lock()  # tf.data maps batches in parallel
+
+    def add(self, truncated):
+        """Counts a batch (bool [batch], True where packing cuts the text); returns it unchanged."""
+        with self._lock:
+            self.texts += len(truncated)
+            self.cut += int(np.count_nonzero(truncated))
+        return truncated
+
+    def report(self, seq_length):
+        """Warns when some texts were cut (`warn_truncated`), at the packed length `seq_length`."""
+        from official_bert.text.preprocessing import warn_truncated
+
+        warn_truncated(self.cut, self.texts, self.what, f"seq_length={seq_length}")
 
 
 def _split(segments, y, sample_weight, fraction):

@@ -122,6 +122,31 @@ def test_texts_that_do_not_fit_are_counted_in_a_warning(classifier, caplog):
 
 
 @pytest.mark.slow
+def test_texts_of_a_dataset_that_do_not_fit_are_counted_as_read(classifier, caplog):
+    """A `tf.data` pipeline's texts are counted as the map packs them: exactly the dataset's for a `predict` or an
+    `evaluate` that reads it to its end, each epoch's again in `fit`; the count of those cut equals the
+    preprocessor's eager count on the same texts."""
+    import logging
+
+    import tensorflow as tf
+
+    texts = TEXTS + [" ".join(["film"] * 20), "a " * 30]  # the last two do not fit 16 pieces
+    assert classifier.preprocessor.count_truncated([texts]) == 2
+    labeled = tf.data.Dataset.from_tensor_slices((texts, [1, 0, 2, 1, 0, 1])).batch(4)
+    line = "{} of {} {} ({:.1f}%) do not fit seq_length=16 and are cut, the longest text first"
+    with caplog.at_level(logging.WARNING, logger="official_bert.text.preprocessing"):
+        classifier.predict(tf.data.Dataset.from_tensor_slices(TEXTS).batch(3), verbose=0)
+        assert caplog.messages == []
+        classifier.predict(tf.data.Dataset.from_tensor_slices(texts).batch(4), verbose=0)
+        classifier.evaluate(labeled, verbose=0)
+        classifier.fit(labeled, validation_data=labeled, epochs=2, verbose=0)
+    read = "texts read from the dataset"
+    assert caplog.messages == [line.format(2, 6, read, 100 * 2 / 6), line.format(2, 6, read, 100 * 2 / 6),
+                               line.format(4, 12, read, 100 * 4 / 12),
+                               line.format(4, 12, "validation " + read, 100 * 4 / 12)]
+
+
+@pytest.mark.slow
 def test_pandas_columns_of_texts_and_label_names(classifier):
     pandas = pytest.importorskip("pandas")
     frame = pandas.DataFrame({"review": TEXTS, "label": LABELS})
