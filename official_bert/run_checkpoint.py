@@ -50,6 +50,7 @@ def resolve_checkpoint_settings(config, task):
             sequence length over the model's position limit.
     """
     from official_bert.checkpoints import load_config, open_checkpoint
+    from official_bert.checkpoints.hub import checkpoint_path
     from official_bert.text.preprocessing import check_vocab_size, find_family_vocab, read_vocab_file, resolve_casing
 
     if is_finished_run(config):  # evaluation / prediction of a trained model_dir: its model, vocab and casing
@@ -62,8 +63,10 @@ def resolve_checkpoint_settings(config, task):
         check_sequence_length(config.max_seq_length, bert_config, "--max_seq_length")
         return ModelSettings(bert_config, None, tokens, bool(info["do_lower_case"]), finished=True)
     if not config.init_checkpoint and task.needs_init_checkpoint:
-        raise ValueError("--init_checkpoint is required (a Hugging Face or Google BERT directory, or a model_dir)")
-    init = model_dirs.resolve_init_checkpoint(config.init_checkpoint, heads=task.init_heads)
+        raise ValueError("--init_checkpoint is required (a Hugging Face or Google BERT directory, a model_dir, or a "
+                         "Hugging Face hub id)")
+    init = config.init_checkpoint and checkpoint_path(config.init_checkpoint)  # a hub id: its cached snapshot
+    init = model_dirs.resolve_init_checkpoint(init, heads=task.init_heads)
     bert_config = task.model_config() or load_config(open_checkpoint(init))
     tokens, lower, source = None, None, None
     if config.vocab_file:  # vocab.txt, RoBERTa's vocab.json (merges.txt beside it) or ALBERT's spiece.model

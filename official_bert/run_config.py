@@ -11,7 +11,8 @@ class RunConfig:
 
     Attributes:
         model_dir: where config, vocab, checkpoints, logs and results go.
-        init_checkpoint: a Hugging Face or Google BERT directory, or a model_dir of ours.
+        init_checkpoint: a Hugging Face or Google BERT directory, a model_dir of ours, or a Hugging Face hub id
+            (`checkpoints.hub.checkpoint_path`).
         vocab_file: WordPiece vocab (RoBERTa: its vocab.json, merges.txt beside it); None: found in the init
             checkpoint's directory.
         do_lower_case: casing; None: from the checkpoint (a model_dir of ours: its task.json).

@@ -12,8 +12,8 @@ flags.disclaim_key_flags()
 
 # name -> (absl DEFINE function name, default, help, enum values): the fields of `official_bert.runner.RunConfig`.
 RUN_FLAGS = {
-    "init_checkpoint": ("string", None, "Hugging Face or Google BERT directory, or a model_dir of ours; default: "
-                        "see the entry point."),
+    "init_checkpoint": ("string", None, "Hugging Face or Google BERT directory, a model_dir of ours, or a Hugging "
+                        "Face hub id (org/name, fetched into huggingface_hub's cache); default: see the entry point."),
     "vocab_file": ("string", None, "WordPiece vocab; default: found in the init checkpoint directory."),
     "do_lower_case": ("boolean", None, "Lower-case and strip accents; default: from the checkpoint."),
     "model_dir": ("string", None, "Where config, vocab, checkpoints, logs and results go."),

@@ -33,7 +33,8 @@ flags.DEFINE_string("input_file", None, "UTF-8 text, one example per line: text,
 flags.DEFINE_string("output_file", None, "Where the features go: .npz (binary) or .jsonl (JSON lines, Google's); an "
                     "existing file only with --overwrite.")
 flags.DEFINE_boolean("overwrite", False, "Replace an existing --output_file (never the input file).")
-flags.DEFINE_string("init_checkpoint", None, "Hugging Face or Google BERT directory, or a model_dir of ours.")
+flags.DEFINE_string("init_checkpoint", None, "Hugging Face or Google BERT directory, a model_dir of ours, or a "
+                    "Hugging Face hub id.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indices: 0 = embeddings, 1..L = blocks, "
                     "-1 = last block, -(L+1) = embeddings.")
 flags.DEFINE_enum("pooling", "none", ["none", "cls", "mean", "first_subtoken"],

@@ -42,8 +42,8 @@ flags.DEFINE_boolean("tune_threshold", False, "With --multi_label: the decision 
                      "--eval_file, saved with the model (default 0.5).")
 flags.DEFINE_boolean("regression", None, "Scores, not classes (--noregression: classes, even for numbers); "
                      "default: scores when every training label is a number and one has a fraction.")
-common.define_run_flags(helps={"init_checkpoint": "Hugging Face or Google BERT directory, or a model_dir of ours; "
-                                           "default: the demo's all-MiniLM-L6-v2."})
+common.define_run_flags(helps={"init_checkpoint": "Hugging Face or Google BERT directory, a model_dir of ours, or a "
+                                           "Hugging Face hub id; default: the demo's all-MiniLM-L6-v2."})
 
 
 OWN_DATA_FLAGS = ("train_file", "eval_file", "test_file", "text_column", "text_pair_column", "label_column",

@@ -51,7 +51,7 @@ common.define_run_flags(
     skip=("num_train_epochs", "warmup_proportion", "do_predict", "train_on_real_tokens"), learning_rate=1e-4,
     eval_batch_size=32,
     num_train_steps=100000, checkpoint_steps=1000, do_eval=False,
-    helps={"init_checkpoint": "Optional: a Hugging Face or Google BERT checkpoint, or a model_dir of ours, to "
+    helps={"init_checkpoint": "Optional: a Hugging Face or Google BERT checkpoint, a model_dir of ours or a hub id, to "
                               "continue; heads it lacks start fresh. Unset: train from scratch.",
            "vocab_file": "WordPiece vocab; default: found beside --init_checkpoint. Required for --text_files.",
            "do_eval": "Evaluate on --eval_files."})

@@ -103,3 +103,20 @@ def tiny_checkpoint(shared_data, tmp_path_factory):
     depend on its depth, and a second layer makes a tiny MRPC run about a third slower. Tests of depth itself (pruning
     layers, choosing a student's layers, every layer's outputs) build their own deeper models."""
     return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"), num_hidden_layers=1, shared_data=shared_data)
+
+
+@pytest.fixture
+def hub_cache(tiny_checkpoint, tmp_path, monkeypatch):
+    """huggingface_hub's cache (HF_HUB_CACHE's layout) holding the tiny checkpoint as `tiny-org/tiny-bert`, offline."""
+    import shutil
+
+    constants = pytest.importorskip("huggingface_hub.constants")
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-bert"
+    shutil.copytree(tiny_checkpoint, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+    for name, value in (("HF_HUB_CACHE", str(tmp_path / "hub")), ("HF_HUB_OFFLINE", True)):
+        monkeypatch.setenv(name, str(value) if name == "HF_HUB_CACHE" else "1")
+        monkeypatch.setattr(constants, name, value)  # (read when huggingface_hub is imported)
+    return repo / "snapshots" / revision

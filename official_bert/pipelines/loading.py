@@ -3,6 +3,7 @@
 import os
 
 from official_bert.checkpoints import load_encoder
+from official_bert.checkpoints.hub import checkpoint_path
 from official_bert.model_dir import resolve_init_checkpoint
 from official_bert.text.preprocessing import (check_vocab_size, find_family_vocab, read_vocab_file, resolve_casing,
                                               tokenizer_of)
@@ -14,7 +15,8 @@ def load_encoder_and_tokenizer(path, lower_case=None, vocab_file=None):
     ALBERT's `SentencepieceTokenizer`).
 
     Args:
-        path: a Hugging Face or Google BERT directory, or a model_dir of ours (its `encoder/`).
+        path: a Hugging Face or Google BERT directory, a model_dir of ours (its `encoder/`), or a Hugging Face hub
+            id (`checkpoint_path`).
         lower_case: overrides the casing found beside the checkpoint (uncased, with a warning, when unknown).
         vocab_file: the tokenizer's file, instead of the one beside the checkpoint (a `--vocab_file`, of the
             checkpoint's family's kind: `preprocessing.read_vocab_file`).
@@ -25,7 +27,7 @@ def load_encoder_and_tokenizer(path, lower_case=None, vocab_file=None):
             in-graph tokenizer here.
         FileNotFoundError: no checkpoint, config or vocabulary there.
     """
-    path = resolve_init_checkpoint(str(path))
+    path = resolve_init_checkpoint(checkpoint_path(path))
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"--vocab_file={vocab_file}: no such file")
     encoder, config = load_encoder(path)

@@ -10,12 +10,12 @@ Examples:
 """
 
 import os
-import re
 import tempfile
 
 import numpy as np
 
 from official_bert import model_dir as model_dirs
+from official_bert.checkpoints.hub import checkpoint_path
 from official_bert.checkpoints.loading import checkpoint_label_names
 from official_bert.families import check_sequence_length
 from official_bert.task_kinds import kind_of_model, resolve, task_kind
@@ -25,32 +25,7 @@ from official_bert.text.tokenizer_config import write_tokenizer_files_of
 # What writes a model_dir's SavedModel (`python -m export.saved_model`): named, not imported, as the task kinds name
 # their serving modules (the library imports nothing of export/).
 SAVED_MODEL_EXPORT = "export.saved_model.export"
-_HUB_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
 DEFAULT_SEQ_LENGTH = 128
-
-
-def checkpoint_path(path) -> str:
-    """A local directory for `path`: itself when it exists, else a Hugging Face hub id (`org/name`) fetched into
-    huggingface_hub's cache (`HF_HUB_CACHE`; with `HF_HUB_OFFLINE=1`, from the cache only).
-
-    Raises:
-        FileNotFoundError: neither a directory nor a hub id found on the hub (or in the cache).
-        ImportError: a hub id, without huggingface_hub installed.
-    """
-    path = os.fspath(path)
-    if os.path.exists(path) or not _HUB_ID.fullmatch(path):
-        return path
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        raise ImportError(f"{path}: no such directory; to fetch it as a Hugging Face hub id, pip install "
-                          "huggingface_hub") from None
-    try:
-        return snapshot_download(path)
-    except Exception as error:  # not found, offline without it in the cache, no network: one line
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise FileNotFoundError(f"{path}: no such directory, and not fetched as a Hugging Face hub id "
-                                f"({reason})") from None
 
 
 def from_pretrained(model_class, path, labels=None, seq_length=None, lower_case=None, **kwargs):

@@ -1,8 +1,6 @@
 """Task models from a pretrained checkpoint (`from_pretrained`): a directory, a model_dir or a Hugging Face hub id
 read from huggingface_hub's cache offline; and the arguments it refuses."""
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -17,26 +15,16 @@ def _same_weights(a, b):
         np.testing.assert_array_equal(x.numpy(), y.numpy())
 
 
-@pytest.fixture
-def hub_cache(tiny_checkpoint, tmp_path, monkeypatch):
-    """huggingface_hub's cache (HF_HUB_CACHE's layout) holding the tiny checkpoint as `tiny-org/tiny-bert`, offline."""
-    constants = pytest.importorskip("huggingface_hub.constants")
-    revision = "0123456789abcdef0123456789abcdef01234567"
-    repo = tmp_path / "hub" / "models--tiny-org--tiny-bert"
-    shutil.copytree(tiny_checkpoint, repo / "snapshots" / revision)
-    (repo / "refs").mkdir()
-    (repo / "refs" / "main").write_text(revision)
-    for name, value in (("HF_HUB_CACHE", str(tmp_path / "hub")), ("HF_HUB_OFFLINE", True)):
-        monkeypatch.setenv(name, str(value) if name == "HF_HUB_CACHE" else "1")
-        monkeypatch.setattr(constants, name, value)  # (read when huggingface_hub is imported)
-    return repo / "snapshots" / revision
-
-
 def test_a_hub_id_loads_from_the_hub_cache_offline(hub_cache, tiny_checkpoint):
     from_hub = BertClassifier.from_pretrained("tiny-org/tiny-bert", labels=["a", "b"], seq_length=16)
     from_directory = BertClassifier.from_pretrained(tiny_checkpoint, labels=["a", "b"], seq_length=16)
     _same_weights(from_hub.encoder, from_directory.encoder)
     assert from_hub.preprocessor.tokenizer.get_vocab() == from_directory.preprocessor.tokenizer.get_vocab()
+    from official_bert.pipelines.loading import load_encoder_and_tokenizer  # (extract_features' --init_checkpoint)
+
+    encoder, tokenizer = load_encoder_and_tokenizer("tiny-org/tiny-bert")
+    _same_weights(encoder, from_directory.encoder)
+    assert tokenizer.get_vocab() == from_directory.preprocessor.tokenizer.get_vocab()
     with pytest.raises(FileNotFoundError, match="^tiny-org/absent: no such directory, and not fetched as a Hugging "
                                                 "Face hub id"):
         BertClassifier.from_pretrained("tiny-org/absent", num_classes=2)
