@@ -444,9 +444,9 @@ class TextInputs:
 
         def pack(x):
             texts = list(x.values()) if isinstance(x, dict) else list(x) if isinstance(x, tuple) else [x]
-            if cut_texts is None or not 1 <= len(texts) <= 2:  # (the preprocessor refuses any other count)
-                return self.preprocessor(texts)
             inputs, truncated = self.preprocessor.pack(texts)  # truncated: bool (batch,)
+            if cut_texts is None:
+                return inputs
             counted = tf.numpy_function(cut_texts.add, [truncated], tf.bool, stateful=True)
             with tf.control_dependencies([counted]):
                 return {name: tf.identity(value) for name, value in inputs.items()}

@@ -81,6 +81,8 @@ class Preprocessor(keras.layers.Layer):
 
     def pack(self, texts):
         """Tokenizes and packs a list of one or two [batch] string Tensors: `(inputs, truncated)`."""
+        if not 1 <= len(texts) <= 2:
+            raise ValueError(f"a Preprocessor takes one or two string tensors, got {len(texts)}")
         return self.pack_tokens([self.tokenize(t) for t in texts])
 
     def count_truncated(self, texts, batch_size=4096):
@@ -99,10 +101,7 @@ class Preprocessor(keras.layers.Layer):
         return count
 
     def call(self, inputs):
-        texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        if not 1 <= len(texts) <= 2:
-            raise ValueError(f"a Preprocessor takes one or two string tensors, got {len(texts)}")
-        return self.pack(texts)[0]
+        return self.pack(list(inputs) if isinstance(inputs, (list, tuple)) else [inputs])[0]
 
     def get_config(self):  # the tokenizer's vocabulary inline: a saved `.keras` model carries it
         return {**super().get_config(), "tokenizer": serialize_tokenizer(self.tokenizer),
