@@ -35,6 +35,7 @@ TEST_REQUIRES = [
     "h5py>=3.10",  # reads model.weights.h5 files (a Keras dependency too)
     "nlp==0.4.0",  # ships the official SQuAD evaluate-v1.1.py / evaluate-v2.0.py scripts (metrics/squad*)
     "ruff==0.17.5",  # the lint (ruff.toml), run by tests/test_lint.py
+    "jax==0.10.2",  # Keras' JAX backend on the CPU: tests/models/test_matmul_precision.py
     "sktime==1.2.0",  # ships the UEA archive's BasicMotions and JapaneseVowels (.ts), the time-series tests' real data
 ]
 

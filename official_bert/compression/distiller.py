@@ -8,6 +8,7 @@ from official_bert.compression.losses import (attention_score_loss, hidden_state
                                               output_pairs, task_loss)
 from official_bert.compression.teacher_cache import TEACHER_LOGITS
 from official_bert.models.distribution import reducible_across_workers
+from official_bert.models.matmul_precision import Float32Matmuls, float32_matmuls
 
 
 def _with_hidden_states(model):
@@ -41,7 +42,7 @@ def check_settings(alpha, temperature, hidden_weight, attention_weight=0.0):
         raise ValueError(f"--attention_weight={attention_weight} must be >= 0")
 
 
-class Distiller(keras.Model):
+class Distiller(Float32Matmuls, keras.Model):
     """A student task model trained on `alpha * task loss + (1 - alpha) * T^2 * KL(teacher || student)`, plus
     `hidden_weight * MSE` between mapped hidden states and `attention_weight * MSE` between mapped layers' attention
     scores (TinyBERT) when those weights are positive.
@@ -118,7 +119,12 @@ class Distiller(keras.Model):
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The weighted sum of the losses, from the student's forward pass (`y_pred`: its outputs, or with the
         layer losses `{"logits", "embedding", "hidden"}`) and a teacher pass made here (or its cached logits in
-        `x`; none at alpha 1 without layer losses)."""
+        `x`; none at alpha 1 without layer losses); its matmuls as the models' calls (`float32_matmuls`)."""
+        with float32_matmuls(self.compute_dtype):
+            return self._weighted_losses(x, y, y_pred)
+
+    def _weighted_losses(self, x, y, y_pred):
+        """`compute_loss`'s weighted sum."""
         mask = x["input_mask"]  # (batch, seq)
         hidden = attention = ops.zeros(())
         if self.uses_layers:

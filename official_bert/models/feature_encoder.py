@@ -5,6 +5,7 @@ import keras
 from official_bert.config import BertConfig
 from official_bert.layers.feature_embeddings import FeatureEmbeddings, KeyKeepMask
 from official_bert.models.encoder import transformer_block
+from official_bert.models.matmul_precision import Float32Matmuls
 
 FEATURE_INPUTS = ("input_features", "input_mask")
 # How a new encoder's dense weights are drawn: "bert": truncated normal at the config's `initializer_range`, zero
@@ -44,7 +45,7 @@ def _fan_in_initialize(embeddings, blocks, hidden_size, intermediate_size):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertFeatureEncoder(keras.Model):
+class BertFeatureEncoder(Float32Matmuls, keras.Model):
     """An encoder over per-time-step feature vectors (clip features of a 3D CNN, sensor windows, ...), read at a
     learned classification position: Kalfaoglu et al. 2020's late temporal model, with `BertEncoder`'s blocks.
 

@@ -13,6 +13,7 @@ from keras import ops
 from official_bert import keras_compat
 from official_bert.labels import IGNORE_LABEL
 from official_bert.layers.dropout import Dropout
+from official_bert.models.matmul_precision import Float32Matmuls
 
 COMBINES = ("concat", "sum", "mean")
 
@@ -32,7 +33,7 @@ class ScalarMix(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class FeatureTagger(keras.Model):
+class FeatureTagger(Float32Matmuls, keras.Model):
     """Tags words from cached per-layer features.
 
     Inputs: a dict of `features` (batch, words, layers, hidden) float32 and `word_mask` (batch, words) int32

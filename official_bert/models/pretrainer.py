@@ -12,6 +12,7 @@ from official_bert import keras_compat
 from official_bert.layers.dropout import Dropout
 from official_bert.layers.masked_lm_head import MaskedLMHead
 from official_bert.models.distribution import reducible_across_workers, tf_distribute
+from official_bert.models.matmul_precision import Float32Matmuls
 
 PRETRAINER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
 PRETRAINING_LABELS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
@@ -28,7 +29,7 @@ def split_features(features):
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(Float32Matmuls, keras.Model):
     """BERT with the pre-training heads: masked LM on the masked positions and next-sentence prediction.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, each (batch, seq) int32)

@@ -10,10 +10,11 @@ import keras
 
 from official_bert import keras_compat
 from official_bert.models.distribution import reducible_across_workers
+from official_bert.models.matmul_precision import Float32Matmuls, float32_matmuls
 from official_bert.models.text_inputs import TextInputs
 
 
-class TaskModel(TextInputs, keras.Model):
+class TaskModel(Float32Matmuls, TextInputs, keras.Model):
     """A Keras model with a default loss and metrics, and a build that works under every tf.distribute strategy;
     with a preprocessor, it takes raw strings (`TextInputs`)."""
 
@@ -126,7 +127,8 @@ class RealTokenTraining:
         """
         if real_tokens is None:
             real_tokens = bool(training) and self.trains_on_real_tokens()
-        if real_tokens:
+        if not real_tokens:
+            return super().call(inputs, training=training, mask=mask)
+        with float32_matmuls(self.compute_dtype):
             rows, layout = self.encoder.encode_packed(inputs, training=bool(training))
             return self.real_token_outputs(inputs, rows, layout, training=bool(training))
-        return super().call(inputs, training=training, mask=mask)

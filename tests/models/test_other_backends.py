@@ -1,4 +1,4 @@
-"""The models on Keras backends other than TensorFlow (here torch, the one the test install has), with
+"""The models on Keras backends other than TensorFlow (here torch; JAX in test_matmul_precision.py), with
 TensorFlow blocked from import: the layers, the pre-training loss and our AdamW must not need it."""
 
 import json
@@ -17,11 +17,11 @@ _BLOCK_TENSORFLOW = "import sys\nsys.modules['tensorflow'] = None  # any `import
 _END = "-- end of script --"  # printed after each script
 
 
-def _run_on_torch_backend(*scripts):
-    """Runs `scripts` one after another (each in a namespace of its own) in one fresh process on Keras' torch
-    backend; returns the JSON each printed last, a list."""
-    pytest.importorskip("torch")
-    env = dict(os.environ, KERAS_BACKEND="torch", PYTHONPATH=str(REPO_ROOT))
+def run_on_backend(backend, *scripts):
+    """Runs `scripts` one after another (each in a namespace of its own) in one fresh process on Keras' `backend`
+    ("torch" or "jax"), with TensorFlow blocked; returns the JSON each printed last, a list."""
+    pytest.importorskip(backend)
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(REPO_ROOT))
     code = _BLOCK_TENSORFLOW + "".join(f"exec({textwrap.dedent(script)!r}, {{}})\nprint({_END!r}, flush=True)\n"
                                        for script in scripts)
     process = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
@@ -34,7 +34,7 @@ def _run_on_torch_backend(*scripts):
 @pytest.fixture(scope="module")
 def torch_results(minilm_dir, shared_data):
     """Both checks' results, from one process (the torch and Keras imports cost seconds)."""
-    minilm, pretrainer = _run_on_torch_backend(_minilm_script(minilm_dir, shared_data), _PRETRAINER_SCRIPT)
+    minilm, pretrainer = run_on_backend("torch", _minilm_script(minilm_dir, shared_data), _PRETRAINER_SCRIPT)
     return {"minilm": minilm, "pretrainer": pretrainer}
 
 

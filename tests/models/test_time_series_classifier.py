@@ -123,9 +123,9 @@ def test_trains():
 
 
 def test_logits_equal_pytorch_on_the_torch_backend():
-    from tests.models.test_other_backends import _run_on_torch_backend
+    from tests.models.test_other_backends import run_on_backend
 
-    (result,) = _run_on_torch_backend("""
+    (result,) = run_on_backend("torch", """
         import json
         import keras
         import numpy as np
