@@ -40,8 +40,9 @@ def float32_matmuls(compute_dtype):
 
 class Float32Matmuls:
     """Mixin (before `keras.Model` in the bases) whose `call` runs the model's own under `float32_matmuls` of its
-    compute dtype."""
+    compute dtype. It names `training` and `mask` as `keras.Model.call` does: Keras reads them from the signature
+    (a layer whose `call` has no `training` is never passed one)."""
 
-    def call(self, *args, **kwargs):
+    def call(self, inputs, training=None, mask=None, **kwargs):
         with float32_matmuls(self.compute_dtype):
-            return super().call(*args, **kwargs)
+            return super().call(inputs, training=training, mask=mask, **kwargs)

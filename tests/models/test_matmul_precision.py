@@ -6,6 +6,8 @@ every `dot_general` in it and in the jaxprs nested in it. JAX's CPU backend comp
 any precision, so the values here would not show it; a GPU runs the default precision in TensorFloat-32.
 """
 
+import inspect
+
 import pytest
 
 from tests.models.test_other_backends import run_on_backend
@@ -91,3 +93,15 @@ def test_the_users_own_matmul_precision_is_kept(precisions):
     """`jax.default_matmul_precision("tensorfloat32")` around the step: what JAX gives for it (HIGH), not ours."""
     result = precisions["classifier_float32_user_tf32"]
     assert result["dots"] >= 12 and result["precisions"] == ["(Precision.HIGH, Precision.HIGH)"]
+
+
+def test_the_models_calls_keep_keras_training_and_mask_arguments():
+    """Keras passes `training` (and a mask) only to a `call` that names them; the mixin's `call` must."""
+    from official_bert import BertConfig, BertEncoder
+    from official_bert.models.multiple_choice import BertMultipleChoice
+    from official_bert.models.pretrainer import BertPretrainer
+
+    config = BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=16)
+    for model in (BertPretrainer(BertEncoder(config)), BertMultipleChoice(BertEncoder(config)), BertEncoder(config)):
+        assert {"inputs", "training", "mask"} <= set(inspect.signature(model.call).parameters), type(model).__name__
