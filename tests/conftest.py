@@ -120,3 +120,9 @@ def hub_cache(tiny_checkpoint, tmp_path, monkeypatch):
         monkeypatch.setenv(name, str(value) if name == "HF_HUB_CACHE" else "1")
         monkeypatch.setattr(constants, name, value)  # (read when huggingface_hub is imported)
     return repo / "snapshots" / revision
+
+
+def logger_messages(caplog, logger):
+    """The messages caplog captured from `logger` (a name) alone: caplog takes every logger's, and TensorFlow warns
+    of a tf.function retraced often, counting the calls of every model in the process."""
+    return [record.getMessage() for record in caplog.records if record.name == logger]

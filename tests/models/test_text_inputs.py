@@ -7,17 +7,15 @@ import numpy as np
 import pytest
 
 from official_bert.models.text_inputs import text_segments
-from tests.conftest import write_tiny_checkpoint
+from tests.conftest import logger_messages, write_tiny_checkpoint
 from tests.tasks.forked_commands import run_python
 
 TEXTS = ["a gripping, moving film", "a dull film", "it was fine", "the best film of the year"]
 PREPROCESSING_LOGGER = "official_bert.text.preprocessing"
 
 
-def _preprocessing_warnings(caplog):
-    """The preprocessor's captured messages, without other loggers' (TensorFlow warns of a tf.function retraced
-    often, counting the calls of every model of the process)."""
-    return [record.getMessage() for record in caplog.records if record.name == PREPROCESSING_LOGGER]
+def _cut_warnings(caplog):
+    return logger_messages(caplog, PREPROCESSING_LOGGER)
 LABELS = ["pos", "neg", "meh", "pos"]
 
 
@@ -121,11 +119,11 @@ def test_texts_that_do_not_fit_are_counted_in_a_warning(classifier, caplog):
     with caplog.at_level(logging.WARNING, logger=PREPROCESSING_LOGGER):
         classifier.predict(TEXTS, verbose=0)
         classifier(TEXTS)
-        assert _preprocessing_warnings(caplog) == []
+        assert _cut_warnings(caplog) == []
         classifier.predict(TEXTS + [long_text], verbose=0)
         classifier([long_text])
-    assert _preprocessing_warnings(caplog) == ["1 of 5 texts (20.0%) do not fit seq_length=16 and are cut, the longest text first",
-                               "1 of 1 texts (100.0%) do not fit seq_length=16 and are cut, the longest text first"]
+    line = "{} do not fit seq_length=16 and are cut, the longest text first"
+    assert _cut_warnings(caplog) == [line.format("1 of 5 texts (20.0%)"), line.format("1 of 1 texts (100.0%)")]
 
 
 @pytest.mark.slow
@@ -143,14 +141,14 @@ def test_texts_of_a_dataset_that_do_not_fit_are_counted_as_read(classifier, capl
     line = "{} of {} {} ({:.1f}%) do not fit seq_length=16 and are cut, the longest text first"
     with caplog.at_level(logging.WARNING, logger=PREPROCESSING_LOGGER):
         classifier.predict(tf.data.Dataset.from_tensor_slices(TEXTS).batch(3), verbose=0)
-        assert _preprocessing_warnings(caplog) == []
+        assert _cut_warnings(caplog) == []
         classifier.predict(tf.data.Dataset.from_tensor_slices(texts).batch(4), verbose=0)
         classifier.evaluate(labeled, verbose=0)
         classifier.fit(labeled, validation_data=labeled, epochs=2, verbose=0)
     read = "texts read from the dataset"
-    assert _preprocessing_warnings(caplog) == [line.format(2, 6, read, 100 * 2 / 6), line.format(2, 6, read, 100 * 2 / 6),
-                               line.format(4, 12, read, 100 * 4 / 12),
-                               line.format(4, 12, "validation " + read, 100 * 4 / 12)]
+    assert _cut_warnings(caplog) == [line.format(2, 6, read, 100 * 2 / 6), line.format(2, 6, read, 100 * 2 / 6),
+                                     line.format(4, 12, read, 100 * 4 / 12),
+                                     line.format(4, 12, "validation " + read, 100 * 4 / 12)]
 
 
 @pytest.mark.slow

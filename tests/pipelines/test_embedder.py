@@ -5,6 +5,10 @@ import json
 import numpy as np
 import pytest
 
+from tests.conftest import logger_messages
+
+PREPROCESSING = "official_bert.text.preprocessing"
+
 
 @pytest.fixture(scope="module")
 def embedder(minilm_dir):
@@ -64,8 +68,9 @@ def test_texts_cut_at_seq_length_are_counted_in_a_warning(embedder, caplog):
     import logging
 
     long_text = "word " * 300  # 300 pieces
-    with caplog.at_level(logging.WARNING, logger="official_bert.text.preprocessing"):
+    with caplog.at_level(logging.WARNING, logger=PREPROCESSING):
         embedder(["a short text", "another one"])
-        assert caplog.messages == []
+        assert logger_messages(caplog, PREPROCESSING) == []
         embedder(["a short text", long_text, long_text])
-    assert caplog.messages == ["2 of 3 texts (66.7%) do not fit seq_length=256 and are cut, the longest text first"]
+    assert logger_messages(caplog, PREPROCESSING) == [
+        "2 of 3 texts (66.7%) do not fit seq_length=256 and are cut, the longest text first"]
