@@ -16,8 +16,8 @@ UNDECLARED_RUN_TIME = {"tensorboard", "importlib-resources"}
 APP_RUNTIME = {"ai-edge-litert"}
 # Imported by the library only on a Keras backend the user chose and installed (official_bert.models.matmul_precision).
 BACKEND_RUNTIME = {"jax"}
-# Benchmarks' other Keras backends on a GPU (README: installed by hand where needed).
-GPU_BENCHMARK_ONLY = {"jax", "jaxlib"}
+# Imported by a benchmark for its version only; installed as jax's dependency, not named in the extra.
+JAX_DEPENDENCY_ONLY = {"jaxlib"}
 
 
 def _requirements(name):
@@ -58,5 +58,5 @@ def test_install_requires_is_what_the_library_imports():
 def test_the_test_extra_installs_what_only_tests_and_benchmarks_import():
     installed = _requirements("INSTALL_REQUIRES") | _requirements("TEST_REQUIRES")
     assert APP_RUNTIME | BACKEND_RUNTIME <= _requirements("TEST_REQUIRES")
-    assert _imported_distributions("tests", "benchmarks") - GPU_BENCHMARK_ONLY <= installed
+    assert _imported_distributions("tests", "benchmarks") - JAX_DEPENDENCY_ONLY <= installed
     assert "keras-hub" not in _requirements("INSTALL_REQUIRES")

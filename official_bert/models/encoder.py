@@ -7,13 +7,13 @@ from official_bert.config import BertConfig
 from official_bert.layers import BertEmbeddings, TransformerBlock
 from official_bert.layers.matmul_dense import dense_2d
 from official_bert.layers.real_tokens import RealTokens
-from official_bert.models.matmul_precision import Float32Matmuls, float32_matmuls
+from official_bert.models.matmul_precision import float32_matmuls
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertEncoder(Float32Matmuls, keras.Model):
+class BertEncoder(keras.Model):
     """BERT encoder: embeddings, `num_hidden_layers` post-LN transformer blocks and a tanh pooler.
 
     The config's `model_type` picks the family: RoBERTa / XLM-RoBERTa count position ids past `pad_token_id`
@@ -103,9 +103,9 @@ class BertEncoder(Float32Matmuls, keras.Model):
                 outputs are then `sequence_output`, equal to the padded call's at the real tokens (up to float
                 rounding) and 0 at the padding, and `pooled_output`.
         """
-        if not real_tokens:
-            return super().call(inputs, training=training, mask=mask)  # (Float32Matmuls.call)
-        with float32_matmuls(self.compute_dtype):
+        with float32_matmuls(self.compute_dtype):  # (on JAX, in float32: full-precision matmuls)
+            if not real_tokens:
+                return super().call(inputs, training=training, mask=mask)
             rows, layout = self.encode_packed(inputs, training=bool(training))
             return {"sequence_output": layout.unpack(rows),  # (batch, seq, hidden)
                     "pooled_output": self.pool(layout.first_tokens(rows))}  # (batch, hidden)

@@ -11,12 +11,13 @@ from tests.conftest import logger_messages, write_tiny_checkpoint
 from tests.tasks.forked_commands import run_python
 
 TEXTS = ["a gripping, moving film", "a dull film", "it was fine", "the best film of the year"]
+LABELS = ["pos", "neg", "meh", "pos"]
 PREPROCESSING_LOGGER = "official_bert.text.preprocessing"
 
 
 def _cut_warnings(caplog):
+    """The preprocessor's captured warnings (texts cut), without other loggers'."""
     return logger_messages(caplog, PREPROCESSING_LOGGER)
-LABELS = ["pos", "neg", "meh", "pos"]
 
 
 def test_text_segments_of_each_input_form():
