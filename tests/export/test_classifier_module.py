@@ -198,7 +198,8 @@ def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(expo
 
     examples = [["The cat sat.", "A cat was sitting."], ["It rained all day, in Paris.", "Paris was dry."],
                 ["Yes.", "No."], ["Caf\u00e9 au lait.", "\u00c9t\u00e9."], ["A", "B"]]
-    one_at_a_time = [TextSignature(exports["classifier"])([texts])[0] for texts in examples]
+    classifier = TextSignature(exports["classifier"])  # loaded once (a load costs about a second)
+    one_at_a_time = [classifier([texts])[0] for texts in examples]
     path = tmp_path / "pairs.jsonl"  # (the formats are read as tests/export/test_predict.py checks)
     path.write_text("".join(json.dumps(texts) + "\n" for texts in examples), encoding="utf-8")
     answers = list(predict_file(exports["classifier"], str(path), batch_size=2))  # batches of 2, 2 and 1
@@ -209,7 +210,8 @@ def test_a_file_of_examples_is_answered_in_batches_as_one_example_at_a_time(expo
     sentences = ["SOCCER - JAPAN GET LUCKY WIN , CHINA IN SURPRISE DEFEAT .", "Peter flew.", "EU rejects German call"]
     (tmp_path / "sentences.txt").write_text("".join(f"{text}\n" for text in sentences))
     batched = list(predict_file(exports["tagger"], str(tmp_path / "sentences.txt")))
-    alone = [TextSignature(exports["tagger"])([[text]])[0] for text in sentences]
+    tagger = TextSignature(exports["tagger"])
+    alone = [tagger([[text]])[0] for text in sentences]
     assert batched == alone and [len(a["word_labels"]) for a in batched] == [a["num_words"] for a in batched] == [
         12, 3, 4]
 
