@@ -14,6 +14,7 @@ import keras
 from keras import ops
 
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.layers.matmul_dense import dense_2d
 from official_bert.layers.real_tokens import token_layout
 
@@ -55,15 +56,16 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_size = hidden_size // num_heads
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        projection = dict(output_shape=(None, self.num_kept_heads, self.head_size), bias_axes="de",
-                          kernel_initializer=init)
-        self.query = keras.layers.EinsumDense("abc,cde->abde", name="query", **projection)
-        self.key = keras.layers.EinsumDense("abc,cde->abde", name="key", **projection)
-        self.value = keras.layers.EinsumDense("abc,cde->abde", name="value", **projection)
+        projection = dict(output_shape=(None, self.num_kept_heads, self.head_size), bias_axes="de")
+        self.query = keras.layers.EinsumDense("abc,cde->abde", name="query", **projection,
+                                              kernel_initializer=truncated_normal(initializer_range))
+        self.key = keras.layers.EinsumDense("abc,cde->abde", name="key", **projection,
+                                            kernel_initializer=truncated_normal(initializer_range))
+        self.value = keras.layers.EinsumDense("abc,cde->abde", name="value", **projection,
+                                              kernel_initializer=truncated_normal(initializer_range))
         self.output_dense = keras.layers.EinsumDense(
-            "abcd,cde->abe", output_shape=(None, hidden_size), bias_axes="e", kernel_initializer=init,
-            name="output_dense")
+            "abcd,cde->abe", output_shape=(None, hidden_size), bias_axes="e",
+            kernel_initializer=truncated_normal(initializer_range), name="output_dense")
         self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_shape):

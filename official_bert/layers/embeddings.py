@@ -7,6 +7,7 @@ from keras import ops
 from official_bert import keras_compat
 from official_bert.layers import fused_training_ops
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -48,17 +49,19 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = Dropout(dropout_rate, name="dropout")
 
     def build(self, input_shape=None):
-        init = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         # Not autocast: under mixed precision the looked-up rows are cast, not the whole (vocab, hidden) table,
         # and the lookup's gradient is summed into the float32 table in float32.
         self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=init, autocast=False)
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size),
+            initializer=truncated_normal(self.initializer_range), autocast=False)
         self.position_embeddings = self.add_weight(
-            name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size), initializer=init)
+            name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
+            initializer=truncated_normal(self.initializer_range))
         self.token_type_embeddings = None
         if self.type_vocab_size:
             self.token_type_embeddings = self.add_weight(
-                name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), initializer=init)
+                name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size),
+                initializer=truncated_normal(self.initializer_range))
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 

@@ -6,6 +6,7 @@ from keras import ops
 
 from official_bert.layers import fused_training_ops
 from official_bert.layers.dropout import Dropout, uniform
+from official_bert.layers.initializers import truncated_normal
 
 
 class FeatureEmbeddings(keras.layers.Layer):
@@ -37,10 +38,10 @@ class FeatureEmbeddings(keras.layers.Layer):
         self.normalize = bool(normalize)
         self.layer_norm_eps = layer_norm_eps
         self.fused_training_kernels = bool(fused_training_kernels)
-        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.projection = None
         if input_channels != hidden_size:
-            self.projection = keras.layers.Dense(hidden_size, kernel_initializer=init, name="projection")
+            self.projection = keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+                                                 name="projection")
         self.layer_norm = None
         if self.normalize:  # float32 under mixed precision
             self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32",

@@ -6,6 +6,7 @@ from official_bert.layers import fused_training_ops
 from official_bert.layers.activations import get_activation, get_fusable_activation
 from official_bert.layers.attention import BertSelfAttention
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.layers.matmul_dense import dense_2d
 
 
@@ -50,7 +51,6 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.initializer_range = initializer_range
         self.num_kept_heads = num_heads if num_kept_heads is None else int(num_kept_heads)
-        init = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = BertSelfAttention(hidden_size, num_heads, attention_probs_dropout_prob, initializer_range,
                                            num_kept_heads=self.num_kept_heads, fused_attention=fused_attention,
                                            name="attention")
@@ -58,8 +58,10 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
-            intermediate_size, activation=get_activation(hidden_act), kernel_initializer=init, name="intermediate")
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output_dense")
+            intermediate_size, activation=get_activation(hidden_act),
+            kernel_initializer=truncated_normal(initializer_range), name="intermediate")
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+                                               name="output_dense")
         self.output_dropout = Dropout(hidden_dropout_prob, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -45,15 +46,13 @@ class BertClassifier(RealTokenTraining, SequenceOutputModel):
         dropout_rate = config.task_head_dropout("classifier") if dropout_rate is None else dropout_rate
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in encoder.input}
         outputs = encoder(inputs)
-        def init():  # one initializer per layer: an unseeded Keras initializer repeats its values
-            return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-
         dropout = Dropout(dropout_rate, name="classifier_dropout")
-        head = keras.layers.Dense(num_classes, kernel_initializer=init(), dtype="float32",
-                                  name="classifier")  # float32 logits for a stable loss under mixed precision
+        head = keras.layers.Dense(num_classes, kernel_initializer=truncated_normal(config.initializer_range),
+                                  dtype="float32", name="classifier")  # float32 logits: a stable mixed-precision loss
         spec = config.family.classifier_pre_head  # RoBERTa's dense + tanh, DistilBERT's dense + relu, or None
         pre_head = None if spec is None else keras.layers.Dense(
-            config.hidden_size, activation=spec.activation, kernel_initializer=init(), name=spec.layer_name)
+            config.hidden_size, activation=spec.activation,
+            kernel_initializer=truncated_normal(config.initializer_range), name=spec.layer_name)
         logits = _head_logits(config, outputs["sequence_output"][:, 0, :], outputs["pooled_output"], dropout,
                               pre_head, head)  # (batch, num_classes)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)

@@ -5,6 +5,7 @@ import keras
 
 from official_bert.config import BertConfig
 from official_bert.layers import BertEmbeddings, TransformerBlock
+from official_bert.layers.initializers import truncated_normal
 from official_bert.layers.matmul_dense import dense_2d
 from official_bert.layers.real_tokens import RealTokens
 from official_bert.models.matmul_precision import float32_matmuls
@@ -62,13 +63,13 @@ class BertEncoder(keras.Model):
         projection = None
         if config.family.shared_layers:  # ALBERT's factorised embeddings
             projection = keras.layers.Dense(
-                config.hidden_size, kernel_initializer=keras.initializers.TruncatedNormal(
-                    stddev=config.initializer_range), name="embedding_projection")
+                config.hidden_size, kernel_initializer=truncated_normal(config.initializer_range),
+                name="embedding_projection")
         pooler = None
         if config.has_pooler:
             pooler = keras.layers.Dense(
                 config.hidden_size, activation="tanh",
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range), name="pooler")
+                kernel_initializer=truncated_normal(config.initializer_range), name="pooler")
 
         hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])  # (batch, seq, embedding)
         if projection is not None:

@@ -32,11 +32,12 @@ def _fan_in_initialize(embeddings, blocks, hidden_size, intermediate_size):
         for variable in (embeddings.projection.kernel, embeddings.projection.bias):
             _draw(variable, fan_in_uniform(embeddings.input_channels))
     # Xavier-uniform over the (3 * hidden, hidden) in-projection of nn.MultiheadAttention: +-sqrt(6 / (4 * hidden)).
-    in_projection = keras.initializers.RandomUniform(-(1.5 / hidden_size) ** 0.5, (1.5 / hidden_size) ** 0.5)
+    # One initializer per kernel: an unseeded Keras initializer gives the same values at every call.
+    bound = (1.5 / hidden_size) ** 0.5
     for block in blocks:
         attention = block.attention
         for layer in (attention.query, attention.key, attention.value):
-            _draw(layer.kernel, in_projection)  # (its biases stay zero, as PyTorch's)
+            _draw(layer.kernel, keras.initializers.RandomUniform(-bound, bound))  # (biases stay zero, as PyTorch's)
         _draw(attention.output_dense.kernel, fan_in_uniform(hidden_size))
         for variable in (block.intermediate.kernel, block.intermediate.bias):
             _draw(variable, fan_in_uniform(hidden_size))

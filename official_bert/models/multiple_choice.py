@@ -5,6 +5,7 @@ from keras import ops
 
 from official_bert.layers.attention import MASKED_LOGIT
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.models.task_model import TaskModel
 
 
@@ -75,17 +76,15 @@ class BertMultipleChoice(TaskModel):
         flatten = FlattenChoices(name="flatten_choices")
         pairs = {name: flatten(value) for name, value in inputs.items()}  # (batch * choices, seq) each
         pooled = encoder(pairs)["pooled_output"]  # (batch * choices, hidden)
-        def init():  # one initializer per layer: an unseeded Keras initializer repeats its values
-            return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-
         pre_head = None
         spec = config.family.choice_pre_head  # DistilBERT's (no pooler: pooled_output is the first token)
         if spec is not None:
-            pre_head = keras.layers.Dense(config.hidden_size, activation=spec.activation, kernel_initializer=init(),
+            pre_head = keras.layers.Dense(config.hidden_size, activation=spec.activation,
+                                          kernel_initializer=truncated_normal(config.initializer_range),
                                           name=spec.layer_name)
             pooled = pre_head(pooled)  # (batch * choices, hidden)
         dropout = Dropout(dropout_rate, name="classifier_dropout")
-        head = keras.layers.Dense(1, kernel_initializer=init(), dtype="float32",
+        head = keras.layers.Dense(1, kernel_initializer=truncated_normal(config.initializer_range), dtype="float32",
                                   name="classifier")  # float32 logits for a stable loss under mixed precision
         scores = head(dropout(pooled))  # (batch * choices, 1)
         logits = ChoiceLogits(dtype="float32", name="choice_logits")(scores, inputs["input_mask"])  # (batch, choices)
