@@ -70,7 +70,9 @@ def test_bfloat16_export_stores_bfloat16_weights_and_answers_as_the_mixed_precis
     expected = tf.function(lambda x: mixed(x, training=False))(_packed(vocab_file, SST2_TEXTS, 24)).numpy()
     np.testing.assert_allclose(out["logits"].numpy(), expected, atol=1e-6, rtol=0)
     float32_logits = model(_packed(vocab_file, SST2_TEXTS, 24), training=False).numpy()
-    assert np.abs(out["logits"].numpy() - float32_logits).max() < 0.2  # bf16 rounding, not another model
+    # bf16 rounding, not another model: the logits follow the float32 model's (this tiny model's weights of std 0.5
+    # move them by up to a tenth of their range), where another model's would be unrelated to them.
+    assert np.corrcoef(out["logits"].numpy().ravel(), float32_logits.ravel())[0, 1] > 0.98
     with pytest.raises(ValueError, match="precision must be one of"):
         build_module(str(model_dir), str(tmp_path), precision="float16")
 
