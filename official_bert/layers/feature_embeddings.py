@@ -56,7 +56,7 @@ class FeatureEmbeddings(keras.layers.Layer):
             initializer=keras.initializers.RandomNormal(stddev=self.initializer_range))
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_positions, self.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+            initializer=truncated_normal(self.initializer_range))
         if self.layer_norm is not None:
             self.layer_norm.build((None, None, self.hidden_size))
         self.built = True

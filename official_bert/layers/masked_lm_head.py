@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from official_bert.layers.activations import get_activation
+from official_bert.layers.initializers import truncated_normal
 
 
 class MaskedLMHead(keras.layers.Layer):
@@ -43,7 +44,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.input_size = input_size or self.hidden_size
         self.dense = keras.layers.Dense(
             self.hidden_size, activation=get_activation(hidden_act),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), name="dense")
+            kernel_initializer=truncated_normal(initializer_range), name="dense")
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
 
     def build(self, sequence_output_shape=None, masked_positions_shape=None):

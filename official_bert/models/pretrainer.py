@@ -10,6 +10,7 @@ from keras import ops
 
 from official_bert import keras_compat
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.layers.masked_lm_head import MaskedLMHead
 from official_bert.models.distribution import reducible_across_workers, tf_distribute
 from official_bert.models.matmul_precision import Float32Matmuls
@@ -77,7 +78,7 @@ class BertPretrainer(Float32Matmuls, keras.Model):
         next_sentence = None
         if objective != MLM:
             next_sentence = keras.layers.Dense(
-                2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+                2, kernel_initializer=truncated_normal(config.initializer_range),
                 dtype="float32", name="next_sentence")  # float32 logits for a stable loss under mixed precision
             pooled = outputs["pooled_output"]  # (batch, hidden)
             if config.family.sentence_head_dropout:  # transformers' AlbertSOPHead: dropout, then the classifier

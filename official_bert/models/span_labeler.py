@@ -4,6 +4,7 @@ import keras
 
 from official_bert.layers.attention import MASKED_LOGIT
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -52,7 +53,7 @@ class BertSpanLabeler(RealTokenTraining, SequenceOutputModel):
         # DistilBERT's `DistilBertForQuestionAnswering` drops before its head; BERT's, RoBERTa's and ALBERT's do not.
         dropout = None if config.qa_dropout_prob is None else Dropout(config.qa_dropout_prob, name="qa_dropout")
         head = keras.layers.Dense(
-            2, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            2, kernel_initializer=truncated_normal(config.initializer_range),
             dtype="float32", name="qa_outputs")  # float32 logits for a stable loss under mixed precision
         super().__init__(inputs=inputs, outputs=_span_outputs(head(_dropped(dropout, sequence))), **kwargs)
         self.encoder = encoder

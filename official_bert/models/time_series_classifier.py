@@ -6,6 +6,7 @@ import numpy as np
 from keras import ops
 
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.models.feature_encoder import FEATURE_INPUTS, fan_in_uniform
 from official_bert.models.task_model import TaskModel
 
@@ -79,8 +80,7 @@ class BertTimeSeriesClassifier(TaskModel):
         pooled = encoder({"input_features": features, "input_mask": inputs["input_mask"]})["pooled_output"]
         dropout = Dropout(dropout_rate, name="classifier_dropout")
         hidden_size = encoder.config.hidden_size
-        initializers = {"kernel_initializer": keras.initializers.TruncatedNormal(
-            stddev=encoder.config.initializer_range)}
+        initializers = {"kernel_initializer": truncated_normal(encoder.config.initializer_range)}
         if encoder.init_scheme == "fan_in":  # the encoder's scheme, as PyTorch's nn.Linear
             initializers = {"kernel_initializer": fan_in_uniform(hidden_size),
                             "bias_initializer": fan_in_uniform(hidden_size)}

@@ -4,6 +4,7 @@ import keras
 
 from official_bert.labels import IGNORE_LABEL
 from official_bert.layers.dropout import Dropout
+from official_bert.layers.initializers import truncated_normal
 from official_bert.models.sequence_output_model import SequenceOutputModel
 from official_bert.models.task_model import RealTokenTraining
 
@@ -49,7 +50,7 @@ class BertTokenClassifier(RealTokenTraining, SequenceOutputModel):
         sequence = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
         dropout = Dropout(dropout_rate, name="classifier_dropout")
         head = keras.layers.Dense(
-            num_labels, kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range),
+            num_labels, kernel_initializer=truncated_normal(config.initializer_range),
             dtype="float32", name="classifier")  # float32 logits for a stable loss under mixed precision
         logits = _tag_logits(head, dropout, sequence)  # (batch, seq, num_labels)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
