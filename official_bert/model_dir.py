@@ -194,6 +194,7 @@ def load_model_dir(model_dir):
         ValueError: see `read_task_info`.
     """
     from official_bert.config import BertConfig
+    from official_bert.layers.initializers import weights_loaded_after_build
 
     if not os.path.isdir(model_dir):
         raise FileNotFoundError(f"model_dir not found: {model_dir}")
@@ -206,8 +207,34 @@ def load_model_dir(model_dir):
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise FileNotFoundError(f"{model_dir}: no {os.path.basename(vocab_file)}; use a model_dir whose training "
                                 "finished")
-    model = build_task_model(info["kind"], config, info)
-    model.load_weights(os.path.join(model_dir, WEIGHTS_FILE))
+    with weights_loaded_after_build():  # load_weights fills every weight, or raises
+        model = build_task_model(info["kind"], config, info)
+    load_weights(model, model_dir)
     return LoadedModelDir(kind=info["kind"], info=info, config=config, model=model,
                           vocab_file=vocab_file, lower_case=bool(info["do_lower_case"]),
                           max_seq_length=int(info["max_seq_length"]), model_dir=model_dir)
+
+
+def load_weights(model, model_dir):
+    """Loads a model_dir's `model.weights.h5` into `model`, every weight of it.
+
+    Args:
+        model: the task model the model_dir's task.json and config build (see `build_task_model`).
+        model_dir: the directory.
+    Raises:
+        ValueError: naming the file, when it lacks weights the model has. (Keras raises for most such files, but only
+            warns for a layer nested in a container of the model and leaves that layer's weights as built.)
+    """
+    import warnings
+
+    path = os.path.join(model_dir, WEIGHTS_FILE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            model.load_weights(path)
+        except ValueError as error:  # Keras': the layers whose weights are not in the file
+            raise ValueError(f"{path}: the {model.name} model's weights do not fit it: {error}") from None
+    for warning in caught:
+        if "Skipping nested container" in str(warning.message):
+            raise ValueError(f"{path}: the {model.name} model's weights are not all in it: {warning.message}")
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)

@@ -149,7 +149,7 @@ def _train_evaluate_predict(task, context, settings, train_data):
         if init:
             logger.info("Loaded %s (%s)", init, task.load_initial_weights(model, init))
         if finished:  # before compiling: the file's optimizer state is the training run's, not needed here
-            model.load_weights(os.path.join(config.model_dir, model_dirs.WEIGHTS_FILE))
+            model_dirs.load_weights(model, config.model_dir)
             logger.info("Loaded the trained weights of %s", config.model_dir)
         total_steps = warmup_steps = 0
         if config.do_train:

@@ -63,3 +63,47 @@ def test_load_model_dir_gives_the_trained_model_back(tmp_path, tiny_config):
     loaded = model_dirs.load_model_dir(str(tmp_path))
     assert (loaded.kind, loaded.max_seq_length, loaded.lower_case) == ("tagging", 16, True)
     np.testing.assert_array_equal(loaded.model(inputs, training=False).numpy(), expected)
+
+
+def test_a_weights_file_of_another_model_is_refused_not_left_half_loaded(tmp_path, tiny_config):
+    """A model_dir is built without BERT's draws (every weight comes from the file): a file that lacks some of the
+    model's weights must be an error, never a model with zeros in it."""
+    import keras
+
+    from official_bert.checkpoints.vocab import write_vocab_file
+
+    info = {"task": "ner", "label_names": ["O", "B-PER", "I-PER"], "max_seq_length": 16, "do_lower_case": True}
+    model_dirs.write_task_info(str(tmp_path), model_dirs.TAGGING, info)
+    model_dirs.write_json(str(tmp_path / "bert_config.json"), tiny_config.to_dict())
+    write_vocab_file([f"t{i}" for i in range(100)], str(tmp_path / "vocab.txt"))
+    keras.utils.set_random_seed(0)
+    encoder_only = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, info).encoder
+    encoder_only.save_weights(str(tmp_path / "model.weights.h5"))
+    with pytest.raises(ValueError, match=r"model\.weights\.h5: the .* model's weights do not fit it: .*could not be loaded"):
+        model_dirs.load_model_dir(str(tmp_path))
+
+
+def test_weights_keras_would_leave_as_built_are_an_error(tmp_path):
+    """Keras only warns when the group of a layer nested in a container of containers is missing from the file (it
+    takes the file for one of an older Keras) and leaves that layer as built; `load_weights` refuses it."""
+    import h5py
+    import keras
+
+    class Holder(keras.layers.Layer):
+        def __init__(self):
+            super().__init__(name="holder")
+            self.parts = {"nested": [keras.layers.Dense(3)]}
+
+        def build(self, shape):
+            self.parts["nested"][0].build(shape)
+
+        def call(self, x):
+            return self.parts["nested"][0](x)
+
+    keras.Sequential([keras.Input((4,)), Holder()]).save_weights(str(tmp_path / "model.weights.h5"))
+    with h5py.File(tmp_path / "model.weights.h5", "a") as f:
+        del f["layers/holder/parts/container"]
+    model = keras.Sequential([keras.Input((4,)), Holder()], name="held")
+    with pytest.raises(ValueError, match=r"model\.weights\.h5: the held model's weights are not all in it: Skipping "
+                                         r"nested container at 'layers/holder/parts/container'"):
+        model_dirs.load_weights(model, str(tmp_path))

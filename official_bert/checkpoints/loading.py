@@ -17,6 +17,7 @@ from official_bert.checkpoints.weight_map import WeightSpec, encoder_specs
 from official_bert.config import BertConfig
 from official_bert.families import BERT, ModelFamily
 from official_bert.hf_config import read_hf_config
+from official_bert.layers.initializers import weights_loaded_after_build
 from official_bert.models.encoder import BertEncoder
 
 logger = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ def restore(specs: List[WeightSpec], reader: CheckpointReader, hf_prefix: str = 
     if missing:
         raise ValueError(f"{reader.path}: {len(missing)} variable(s) missing from the checkpoint: {', '.join(missing)}")
     for spec, value in values:  # assign only after every check passed: never a partial load
-        spec.variable.assign(value.astype(spec.variable.dtype))
+        spec.variable.assign(value.astype(spec.variable.dtype, copy=False))
     return [n for n in reader.names() if n not in used]
 
 
@@ -115,11 +116,16 @@ def load_encoder(path, config: BertConfig = None):
     """
     reader = open_checkpoint(path)
     config = config or load_config(reader)
-    encoder = BertEncoder(config)
+    with weights_loaded_after_build():  # every weight is restored below, or drawn after (a missing pooler)
+        encoder = BertEncoder(config)
     hf_prefix = hf_encoder_prefix(reader, config.family) if reader.format == "hf" else ""
-    specs = _without_missing_pooler(encoder_specs(encoder), reader, hf_prefix, config, config.family.pooler_optional)
+    all_specs = encoder_specs(encoder)
+    specs = _without_missing_pooler(all_specs, reader, hf_prefix, config, config.family.pooler_optional)
     unused = restore(specs, reader, hf_prefix=hf_prefix, family=config.family)
     _check_leftovers(unused, reader.format, hf_prefix, reader.path, config.family)
+    if len(specs) < len(all_specs):  # the pooler's kernel, drawn as a normal build draws it (its bias is zeros)
+        kernel = encoder.pooler.kernel
+        kernel.assign(encoder.pooler.kernel_initializer(kernel.shape, kernel.dtype))
     return encoder, config
 
 

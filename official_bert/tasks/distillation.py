@@ -153,7 +153,7 @@ class DistillationTask(Task):
         student (a student of `--student_config` starts fresh)."""
         from official_bert.compression.student import copy_teacher_weights
 
-        model.teacher.load_weights(os.path.join(self.teacher_dir, model_dirs.WEIGHTS_FILE))
+        model_dirs.load_weights(model.teacher, self.teacher_dir)
         if self.layers is None:
             return f"teacher loaded; fresh {self.student_bert_config.num_hidden_layers}-layer student"
         copy_teacher_weights(model.student, model.teacher, self.layers)

@@ -148,3 +148,35 @@ def test_directories_without_a_usable_checkpoint(tmp_path):
         load_encoder(tmp_path)
     with pytest.raises(FileNotFoundError, match="missing: no such directory, nor a TF checkpoint prefix"):
         load_encoder(tmp_path / "missing")
+
+
+def test_a_checkpoint_without_its_optional_pooler_draws_the_pooler_as_a_new_encoder(tmp_path):
+    """A RoBERTa checkpoint without the pooler (transformers saves its task models so) loads every other weight, and
+    the pooler is drawn as a new encoder of the same seed draws it: the same values as before loads skipped draws."""
+    import keras
+    from safetensors.numpy import load_file, save_file
+
+    from official_bert import BertEncoder
+    from tests.tiny_families import roberta_directory
+
+    path = roberta_directory(tmp_path / "roberta", max_position_embeddings=20)
+    tensors = load_file(path / "model.safetensors")
+    save_file({k: v for k, v in tensors.items() if not k.startswith("pooler.")}, path / "model.safetensors",
+              metadata={"format": "pt"})
+    keras.utils.set_random_seed(5)
+    encoder, config = load_encoder(path)
+    keras.utils.set_random_seed(5)
+    new = BertEncoder(config)
+    np.testing.assert_array_equal(encoder.pooler.kernel.numpy(), new.pooler.kernel.numpy())
+    assert np.abs(encoder.pooler.kernel.numpy()).max() > 0
+    np.testing.assert_array_equal(encoder.pooler.bias.numpy(), 0)
+    np.testing.assert_array_equal(save_and_read(encoder, tmp_path)["embeddings.word_embeddings.weight"],
+                                  tensors["embeddings.word_embeddings.weight"])
+
+
+def save_and_read(encoder, tmp_path):
+    """The Hugging Face tensors `save_encoder` writes for `encoder`."""
+    from safetensors.numpy import load_file
+
+    save_encoder(encoder, tmp_path / "saved")
+    return load_file(tmp_path / "saved" / "model.safetensors")

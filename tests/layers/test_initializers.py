@@ -63,3 +63,53 @@ def test_draws_repeat_under_the_same_seed():
     np.testing.assert_array_equal(values[0][0], values[1][0])
     np.testing.assert_array_equal(values[0][1], values[1][1])
     assert not np.array_equal(values[0][0], values[0][1])
+
+
+def _encoder_and_head(config, loaded_after_build):
+    """Under seed 3: an encoder (built inside `weights_loaded_after_build()` when asked), then a head built after."""
+    from official_bert.layers.initializers import weights_loaded_after_build
+
+    keras.utils.set_random_seed(3)
+    if loaded_after_build:
+        with weights_loaded_after_build():
+            encoder = BertEncoder(config)
+    else:
+        encoder = BertEncoder(config)
+    head = keras.layers.Dense(3, kernel_initializer=truncated_normal(0.02))
+    head.build((None, config.hidden_size))
+    return encoder, head
+
+
+@pytest.mark.parametrize("model_type", ["bert", "albert"])
+def test_a_build_for_loading_skips_bert_draws_and_moves_no_other_draw(model_type):
+    """Inside `weights_loaded_after_build()` the weights BERT's initializer draws are zeros, everything else is as a
+    normal build makes it, a skipped draw made later equals the normal build's, and the draws after the build (a
+    head's) are those of a normal build: the skipped draws took nothing from the random state."""
+    config = BertConfig(model_type=model_type, vocab_size=100, hidden_size=32,
+                        embedding_size=16 if model_type == "albert" else None, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64, max_position_embeddings=40)
+    drawn, drawn_head = _encoder_and_head(config, loaded_after_build=False)
+    skipped, skipped_head = _encoder_and_head(config, loaded_after_build=True)
+    assert [v.path for v in skipped.weights] == [v.path for v in drawn.weights]
+    random_paths = set(_drawn_weights(drawn))
+    assert any("query" in path for path in random_paths) and any("word" in path for path in random_paths)
+    for a, b in zip(drawn.weights, skipped.weights):
+        if a.path in random_paths:
+            assert not np.any(b.numpy()), b.path
+        else:  # biases, LayerNorms
+            np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=b.path)
+    np.testing.assert_array_equal(skipped_head.kernel.numpy(), drawn_head.kernel.numpy())
+    later = skipped.pooler.kernel_initializer(skipped.pooler.kernel.shape, skipped.pooler.kernel.dtype)
+    np.testing.assert_array_equal(np.asarray(later), drawn.pooler.kernel.numpy())
+
+
+def test_an_encoder_saved_as_keras_reloads_with_its_initializers(tmp_path):
+    """BERT's initializer is registered with Keras: a `.keras` file of a new encoder loads, with equal weights."""
+    config = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=40)
+    encoder = BertEncoder(config)
+    encoder.save(tmp_path / "encoder.keras")
+    reloaded = keras.saving.load_model(tmp_path / "encoder.keras")
+    for a, b in zip(encoder.weights, reloaded.weights):
+        np.testing.assert_array_equal(b.numpy(), a.numpy(), err_msg=a.path)
+    assert type(reloaded.pooler.kernel_initializer) is type(encoder.pooler.kernel_initializer)
