@@ -138,6 +138,7 @@ def _train_evaluate_predict(task, context, settings, train_data):
     """Builds the model (its initial or trained weights, from `settings`, the `ModelSettings`), trains, saves,
     evaluates and predicts; returns the evaluation results."""
     from official_bert import training
+    from official_bert.layers.initializers import weights_loaded_after_build
 
     config, strategy = context.config, context.strategy
     description = task.describe_run(context)
@@ -145,7 +146,9 @@ def _train_evaluate_predict(task, context, settings, train_data):
         logger.info("%s", description)
     finished, init = settings.finished, settings.init_checkpoint
     with strategy.scope():
-        model = task.build_model(context.bert_config, train_on_real_tokens=config.train_on_real_tokens)
+        # A finished run's file holds every weight (model_dirs.load_weights raises otherwise): none is drawn first.
+        with weights_loaded_after_build() if finished else contextlib.nullcontext():
+            model = task.build_model(context.bert_config, train_on_real_tokens=config.train_on_real_tokens)
         if init:
             logger.info("Loaded %s (%s)", init, task.load_initial_weights(model, init))
         if finished:  # before compiling: the file's optimizer state is the training run's, not needed here
