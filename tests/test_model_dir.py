@@ -79,7 +79,8 @@ def test_a_weights_file_of_another_model_is_refused_not_left_half_loaded(tmp_pat
     keras.utils.set_random_seed(0)
     encoder_only = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, info).encoder
     encoder_only.save_weights(str(tmp_path / "model.weights.h5"))
-    with pytest.raises(ValueError, match=r"model\.weights\.h5: the .* model's weights do not fit it: .*could not be loaded"):
+    with pytest.raises(ValueError,
+                       match=r"model\.weights\.h5: the .* model's weights do not fit it: .*could not be loaded"):
         model_dirs.load_model_dir(str(tmp_path))
 
 
