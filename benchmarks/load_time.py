@@ -33,7 +33,6 @@ def write_checkpoints(root, layers):
 
     from official_bert.checkpoints import load_task_weights
     from official_bert.checkpoints.heads import head_specs
-    from official_bert.checkpoints.vocab import write_vocab_file
     from official_bert.config import BertConfig
     from official_bert.model_dir import CLASSIFICATION, build_task_model, write_json, write_task_info
 
@@ -51,8 +50,7 @@ def write_checkpoints(root, layers):
     model.save_weights(os.path.join(paths[2], "model.weights.h5"))
     write_task_info(paths[2], CLASSIFICATION, info)
     write_json(os.path.join(paths[2], "bert_config.json"), config.to_dict())
-    with open(VOCAB, encoding="utf-8") as f:
-        write_vocab_file([line.rstrip("\n") for line in f], os.path.join(paths[2], "vocab.txt"))
+    shutil.copy(VOCAB, os.path.join(paths[2], "vocab.txt"))
     return paths
 
 

@@ -43,20 +43,27 @@ def test_written_task_info_reads_back_and_another_run_is_refused(tmp_path):
         model_dirs.check_same_run(str(tmp_path), model_dirs.TAGGING, {**info, "max_seq_length": 64})
 
 
+TAGGER_INFO = {"task": "ner", "label_names": ["O", "B-PER", "I-PER"], "max_seq_length": 16, "do_lower_case": True}
+
+
+def _write_tagger_files(path, config):
+    """A tagging model_dir's task.json, bert_config.json and a 100-piece vocab.txt in `path`, its weights left out."""
+    from official_bert.checkpoints.vocab import write_vocab_file
+
+    model_dirs.write_task_info(str(path), model_dirs.TAGGING, TAGGER_INFO)
+    model_dirs.write_json(str(path / "bert_config.json"), config.to_dict())
+    write_vocab_file([f"t{i}" for i in range(100)], str(path / "vocab.txt"))
+
+
 def test_load_model_dir_gives_the_trained_model_back(tmp_path, tiny_config):
     import keras
 
-    from official_bert.checkpoints.vocab import write_vocab_file
-
-    info = {"task": "ner", "label_names": ["O", "B-PER", "I-PER"], "max_seq_length": 16, "do_lower_case": True}
     keras.utils.set_random_seed(0)
-    model = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, info)
+    model = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, TAGGER_INFO)
     inputs = {"input_word_ids": np.arange(16, dtype=np.int32)[None] % 100, "input_mask": np.ones((1, 16), np.int32),
               "input_type_ids": np.zeros((1, 16), np.int32)}
     expected = model(inputs, training=False).numpy()
-    model_dirs.write_task_info(str(tmp_path), model_dirs.TAGGING, info)
-    model_dirs.write_json(str(tmp_path / "bert_config.json"), tiny_config.to_dict())
-    write_vocab_file([f"t{i}" for i in range(100)], str(tmp_path / "vocab.txt"))
+    _write_tagger_files(tmp_path, tiny_config)
     with pytest.raises(FileNotFoundError, match="no model.weights.h5; use a model_dir whose training finished"):
         model_dirs.load_model_dir(str(tmp_path))
     model.save_weights(str(tmp_path / "model.weights.h5"))
@@ -70,14 +77,9 @@ def test_a_weights_file_of_another_model_is_refused_not_left_half_loaded(tmp_pat
     model's weights must be an error, never a model with zeros in it."""
     import keras
 
-    from official_bert.checkpoints.vocab import write_vocab_file
-
-    info = {"task": "ner", "label_names": ["O", "B-PER", "I-PER"], "max_seq_length": 16, "do_lower_case": True}
-    model_dirs.write_task_info(str(tmp_path), model_dirs.TAGGING, info)
-    model_dirs.write_json(str(tmp_path / "bert_config.json"), tiny_config.to_dict())
-    write_vocab_file([f"t{i}" for i in range(100)], str(tmp_path / "vocab.txt"))
+    _write_tagger_files(tmp_path, tiny_config)
     keras.utils.set_random_seed(0)
-    encoder_only = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, info).encoder
+    encoder_only = model_dirs.build_task_model(model_dirs.TAGGING, tiny_config, TAGGER_INFO).encoder
     encoder_only.save_weights(str(tmp_path / "model.weights.h5"))
     with pytest.raises(ValueError,
                        match=r"model\.weights\.h5: the .* model's weights do not fit it: .*could not be loaded"):

@@ -3,6 +3,7 @@
 instance repeats its draw, so sharing one made a layer's query, key and value kernels equal and the position table
 the first rows of the word table)."""
 
+import contextlib
 import itertools
 
 import keras
@@ -70,10 +71,7 @@ def _encoder_and_head(config, loaded_after_build):
     from official_bert.layers.initializers import weights_loaded_after_build
 
     keras.utils.set_random_seed(3)
-    if loaded_after_build:
-        with weights_loaded_after_build():
-            encoder = BertEncoder(config)
-    else:
+    with weights_loaded_after_build() if loaded_after_build else contextlib.nullcontext():
         encoder = BertEncoder(config)
     head = keras.layers.Dense(3, kernel_initializer=truncated_normal(0.02))
     head.build((None, config.hidden_size))
